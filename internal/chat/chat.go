@@ -1,0 +1,91 @@
+package chat
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Chat is one conversation with a model. Its JSON form is the API's Chat
+// object (DESIGN.md section 4); the lease fields are the engine's and stay
+// out of it.
+type Chat struct {
+	ID             string            `json:"id"`
+	Owner          string            `json:"owner"`
+	Title          string            `json:"title"`
+	Model          string            `json:"model"`
+	SystemPrompt   string            `json:"system_prompt,omitempty"`
+	Status         Status            `json:"status"`
+	RequiredAction *RequiredAction   `json:"required_action"`
+	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
+	Labels         map[string]string `json:"labels"`
+	Archived       bool              `json:"archived"`
+	LastError      *ChatError        `json:"last_error"`
+	Usage          Usage             `json:"usage"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+
+	// ToolResultTimeout is this chat's requires_action deadline; zero means
+	// the server's default.
+	ToolResultTimeout time.Duration `json:"-"`
+	// ActionDeadline is when a requires_action chat stops waiting for results.
+	ActionDeadline *time.Time `json:"-"`
+	// WorkerID and LeaseGeneration identify the lease of a running chat; every
+	// write of a worker is fenced by both.
+	WorkerID        string     `json:"-"`
+	LeaseGeneration int64      `json:"-"`
+	LeaseExpiresAt  *time.Time `json:"-"`
+	// InterruptRequested asks the worker running the chat to stop the step in
+	// progress (a user message with busy "interrupt" arrived while it ran).
+	InterruptRequested bool `json:"-"`
+}
+
+// Usage counts tokens and cost; cost is in micro-units of the price's currency.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CostMicros   int64 `json:"cost_micros"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostMicros + o.CostMicros}
+}
+
+// ChatError is why the last run of a chat failed.
+type ChatError struct {
+	Kind       string `json:"kind"`
+	Message    string `json:"message"`
+	Provider   string `json:"provider,omitempty"`
+	Source     string `json:"source,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	Retryable  bool   `json:"retryable"`
+}
+
+// DynamicTool is a tool declared by the API client, which also runs it.
+type DynamicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// ToolCall is a call the model made, as the API shows a pending one.
+type ToolCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	ToolName   string          `json:"tool_name"`
+	Args       json.RawMessage `json:"args"`
+}
+
+// RequiredAction is what a chat in requires_action waits for.
+type RequiredAction struct {
+	ToolCalls []ToolCall `json:"tool_calls"`
+	Deadline  time.Time  `json:"deadline"`
+}
+
+// QueuedMessage is a user message that arrived while the chat was busy; it
+// becomes a Message when the run ends, in arrival order.
+type QueuedMessage struct {
+	ID        int64     `json:"id"`
+	ChatID    string    `json:"chat_id"`
+	Parts     []Part    `json:"parts"`
+	CreatedAt time.Time `json:"created_at"`
+}

@@ -1,0 +1,125 @@
+package chat
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one durable entry of a chat's history. IDs increase within a
+// chat, so "after=<id>" resumes reading.
+type Message struct {
+	ID        int64     `json:"id"`
+	ChatID    string    `json:"chat_id"`
+	Role      Role      `json:"role"`
+	Parts     []Part    `json:"parts"`
+	Usage     *Usage    `json:"usage,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Part types.
+const (
+	PartText       = "text"
+	PartReasoning  = "reasoning"
+	PartToolCall   = "tool-call"
+	PartToolResult = "tool-result"
+)
+
+// Part is one piece of a message: text, reasoning, a tool call or a tool result.
+type Part struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolName   string          `json:"tool_name,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+}
+
+// MarshalJSON writes exactly the fields of the part's type, so a tool result
+// always carries "is_error" and "output", and a text part nothing but its text.
+func (p Part) MarshalJSON() ([]byte, error) {
+	switch p.Type {
+	case PartToolCall:
+		args := p.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		return json.Marshal(struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolName   string          `json:"tool_name"`
+			Args       json.RawMessage `json:"args"`
+		}{p.Type, p.ToolCallID, p.ToolName, args})
+	case PartToolResult:
+		out := p.Output
+		if len(out) == 0 {
+			out = json.RawMessage("null")
+		}
+		return json.Marshal(struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolName   string          `json:"tool_name"`
+			Output     json.RawMessage `json:"output"`
+			IsError    bool            `json:"is_error"`
+		}{p.Type, p.ToolCallID, p.ToolName, out, p.IsError})
+	default:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{p.Type, p.Text})
+	}
+}
+
+// TextPart returns a text part.
+func TextPart(s string) Part { return Part{Type: PartText, Text: s} }
+
+// UnresolvedCalls returns the tool calls of the last assistant message in
+// history that have no result after it, in call order. The history is a
+// chat's messages in id order.
+func UnresolvedCalls(history []Message) []ToolCall {
+	last := -1
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range history[last+1:] {
+		for _, p := range m.Parts {
+			if p.Type == PartToolResult {
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	var calls []ToolCall
+	for _, p := range history[last].Parts {
+		if p.Type == PartToolCall && !answered[p.ToolCallID] {
+			calls = append(calls, ToolCall{ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args})
+		}
+	}
+	return calls
+}
+
+// SyntheticResults answers each call with an error result carrying reason, so
+// no tool call is left dangling when a run is cut short.
+func SyntheticResults(calls []ToolCall, reason string) []Part {
+	out, _ := json.Marshal(reason)
+	parts := make([]Part, len(calls))
+	for i, c := range calls {
+		parts[i] = Part{Type: PartToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Output: out, IsError: true}
+	}
+	return parts
+}

@@ -1,0 +1,191 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ValidationError is bad input: Field names what is wrong (for example
+// "dynamic_tools[2].name"), Message says why in words a client can act on.
+type ValidationError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Limits bounds what a client may declare on a chat.
+type Limits struct {
+	MaxDynamicTools    int // tools per chat
+	MaxToolSchemaBytes int // bytes of one tool's input_schema
+	MaxLabels          int // labels per chat
+	MaxMessageBytes    int // bytes of text in one user message
+	MaxTitleBytes      int
+	MaxSystemPrompt    int // bytes
+}
+
+// DefaultLimits are the limits used when the configuration sets none.
+var DefaultLimits = Limits{
+	MaxDynamicTools:    64,
+	MaxToolSchemaBytes: 16 << 10,
+	MaxLabels:          32,
+	MaxMessageBytes:    256 << 10,
+	MaxTitleBytes:      200,
+	MaxSystemPrompt:    64 << 10,
+}
+
+var (
+	toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	labelKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,62}$`)
+)
+
+// MaxLabelValueBytes bounds one label value.
+const MaxLabelValueBytes = 256
+
+// ValidateLabels checks label keys (1-63 characters of letters, digits, "_",
+// ".", "/", "-", starting with a letter or digit) and values (valid UTF-8, at
+// most 256 bytes).
+func ValidateLabels(labels map[string]string, lim Limits) error {
+	if len(labels) > lim.MaxLabels {
+		return invalid("labels", "at most %d labels, got %d", lim.MaxLabels, len(labels))
+	}
+	for k, v := range labels {
+		if !labelKeyRE.MatchString(k) {
+			return invalid("labels", "key %q must match %s", k, labelKeyRE)
+		}
+		if len(v) > MaxLabelValueBytes || !utf8.ValidString(v) {
+			return invalid("labels", "value of %q must be valid UTF-8 of at most %d bytes", k, MaxLabelValueBytes)
+		}
+	}
+	return nil
+}
+
+// ValidateDynamicTools checks client-declared tools: names match
+// ^[a-zA-Z0-9_-]{1,64}$, are unique, do not collide with a server-side tool
+// (serverTool reports those), and input_schema is a valid JSON Schema of an
+// object within the size limit.
+func ValidateDynamicTools(tools []DynamicTool, serverTool func(name string) bool, lim Limits) error {
+	if len(tools) > lim.MaxDynamicTools {
+		return invalid("dynamic_tools", "at most %d tools, got %d", lim.MaxDynamicTools, len(tools))
+	}
+	seen := map[string]int{}
+	for i, t := range tools {
+		field := fmt.Sprintf("dynamic_tools[%d]", i)
+		if !toolNameRE.MatchString(t.Name) {
+			return invalid(field+".name", "%q must match %s", t.Name, toolNameRE)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return invalid(field+".name", "%q is already declared at dynamic_tools[%d]", t.Name, j)
+		}
+		seen[t.Name] = i
+		if serverTool != nil && serverTool(t.Name) {
+			return invalid(field+".name", "%q is the name of a server-side tool", t.Name)
+		}
+		if err := ValidateObjectSchema(t.InputSchema, lim.MaxToolSchemaBytes); err != nil {
+			return invalid(field+".input_schema", "%s", err)
+		}
+	}
+	return nil
+}
+
+// ValidateObjectSchema checks that raw is a JSON Schema (draft 2020-12 unless
+// it says otherwise) that describes an object.
+func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return fmt.Errorf("is required")
+	}
+	if len(raw) > maxBytes {
+		return fmt.Errorf("is %d bytes, at most %d allowed", len(raw), maxBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("is not valid JSON: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return fmt.Errorf("must be a JSON object")
+	}
+	if obj["type"] != "object" {
+		return fmt.Errorf(`must describe an object ("type": "object")`)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return fmt.Errorf("is not a valid JSON Schema: %v", err)
+	}
+	if _, err := c.Compile("schema.json"); err != nil {
+		return fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err))
+	}
+	return nil
+}
+
+// noLoader refuses remote $refs: a client's schema must be self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed", url)
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// ParseContent reads a user message's content: a string, or an array of parts
+// of which only text parts are accepted. The result has at least one part.
+func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, invalid("content", "is required")
+	}
+	var parts []Part
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, invalid("content", "is not a valid JSON string: %v", err)
+		}
+		parts = []Part{TextPart(s)}
+	} else if raw[0] == '[' {
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return nil, invalid("content", "must be a string or an array of parts: %v", err)
+		}
+	} else {
+		return nil, invalid("content", "must be a string or an array of parts")
+	}
+	if len(parts) == 0 {
+		return nil, invalid("content", "has no parts")
+	}
+	size := 0
+	for i, p := range parts {
+		if p.Type != PartText {
+			return nil, invalid(fmt.Sprintf("content[%d].type", i), "a user message holds only %q parts, got %q", PartText, p.Type)
+		}
+		parts[i] = TextPart(p.Text)
+		size += len(p.Text)
+	}
+	if size == 0 || strings.TrimSpace(joinText(parts)) == "" {
+		return nil, invalid("content", "is empty")
+	}
+	if size > lim.MaxMessageBytes {
+		return nil, invalid("content", "is %d bytes, at most %d allowed", size, lim.MaxMessageBytes)
+	}
+	return parts, nil
+}
+
+func joinText(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}

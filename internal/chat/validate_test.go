@@ -1,0 +1,99 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestValidateDynamicTools(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
+	server := func(n string) bool { return n == "http_fetch" }
+	many := make([]DynamicTool, DefaultLimits.MaxDynamicTools+1)
+	for i := range many {
+		many[i] = DynamicTool{Name: fmt.Sprintf("t%d", i), InputSchema: obj}
+	}
+	cases := []struct {
+		name  string
+		tools []DynamicTool
+		field string // "" means valid
+	}{
+		{"valid", []DynamicTool{{Name: "get_weather", InputSchema: obj}, {Name: "b-2", InputSchema: json.RawMessage(`{"type":"object"}`)}}, ""},
+		{"bad name", []DynamicTool{{Name: "get weather", InputSchema: obj}}, "dynamic_tools[0].name"},
+		{"empty name", []DynamicTool{{Name: "", InputSchema: obj}}, "dynamic_tools[0].name"},
+		{"long name", []DynamicTool{{Name: strings.Repeat("a", 65), InputSchema: obj}}, "dynamic_tools[0].name"},
+		{"duplicate", []DynamicTool{{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}}, "dynamic_tools[1].name"},
+		{"server clash", []DynamicTool{{Name: "http_fetch", InputSchema: obj}}, "dynamic_tools[0].name"},
+		{"missing schema", []DynamicTool{{Name: "a"}}, "dynamic_tools[0].input_schema"},
+		{"not object", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"string"}`)}}, "dynamic_tools[0].input_schema"},
+		{"array schema", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`[1]`)}}, "dynamic_tools[0].input_schema"},
+		{"invalid schema", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":12}}}`)}}, "dynamic_tools[0].input_schema"},
+		{"remote ref", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"http://example.com/s.json"}}}`)}}, "dynamic_tools[0].input_schema"},
+		{"too big", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", DefaultLimits.MaxToolSchemaBytes) + `"}`)}}, "dynamic_tools[0].input_schema"},
+		{"too many", many, "dynamic_tools"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateDynamicTools(tc.tools, server, DefaultLimits)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			ve, ok := err.(*ValidationError)
+			if !ok || ve.Field != tc.field {
+				t.Fatalf("want a validation error on %s, got %v", tc.field, err)
+			}
+		})
+	}
+}
+
+func TestValidateLabels(t *testing.T) {
+	if err := ValidateLabels(map[string]string{"source": "slack", "team.id/x": "42"}, DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []map[string]string{{"": "x"}, {"a b": "x"}, {"k": strings.Repeat("v", 257)}, {"-k": "x"}} {
+		if ValidateLabels(bad, DefaultLimits) == nil {
+			t.Errorf("labels %v: want an error", bad)
+		}
+	}
+}
+
+func TestParseContent(t *testing.T) {
+	p, err := ParseContent(json.RawMessage(`"hi"`), DefaultLimits)
+	if err != nil || len(p) != 1 || p[0].Text != "hi" {
+		t.Fatalf("string content: %v %v", p, err)
+	}
+	p, err = ParseContent(json.RawMessage(`[{"type":"text","text":"a"},{"type":"text","text":"b"}]`), DefaultLimits)
+	if err != nil || len(p) != 2 {
+		t.Fatalf("parts content: %v %v", p, err)
+	}
+	for _, bad := range []string{``, `null`, `""`, `"  "`, `[]`, `42`, `[{"type":"tool-call"}]`} {
+		if _, err := ParseContent(json.RawMessage(bad), DefaultLimits); err == nil {
+			t.Errorf("content %s: want an error", bad)
+		}
+	}
+}
+
+func TestUnresolvedCalls(t *testing.T) {
+	h := []Message{
+		{Role: RoleUser, Parts: []Part{TextPart("hi")}},
+		{Role: RoleAssistant, Parts: []Part{
+			{Type: PartToolCall, ToolCallID: "1", ToolName: "a"},
+			{Type: PartToolCall, ToolCallID: "2", ToolName: "b"},
+			{Type: PartToolCall, ToolCallID: "3", ToolName: "c"},
+		}},
+		{Role: RoleTool, Parts: []Part{{Type: PartToolResult, ToolCallID: "2"}}},
+	}
+	got := UnresolvedCalls(h)
+	if len(got) != 2 || got[0].ToolCallID != "1" || got[1].ToolCallID != "3" {
+		t.Fatalf("got %+v", got)
+	}
+	res := SyntheticResults(got, "cancelled")
+	b, _ := json.Marshal(res[0])
+	if string(b) != `{"type":"tool-result","tool_call_id":"1","tool_name":"a","output":"cancelled","is_error":true}` {
+		t.Fatalf("synthetic result JSON: %s", b)
+	}
+}

@@ -1,0 +1,58 @@
+// Package pubsub carries notifications between the parts of parley and
+// between replicas. Notifications are hints, never the source of truth: a
+// subscriber must tolerate lost, duplicated and reordered messages, and
+// re-read the database when told it may have missed some.
+//
+// Two implementations: memory (one process, SQLite mode) and postgres
+// (LISTEN/NOTIFY, many replicas). pubsubtest is the conformance suite.
+package pubsub
+
+import (
+	"context"
+	"errors"
+)
+
+// PubSub publishes payloads on topics and delivers them to every subscriber
+// of that topic, in this process and (for shared implementations) in every
+// other replica.
+type PubSub interface {
+	// Publish sends payload to the topic's subscribers. Any payload size is
+	// accepted; an implementation with a size limit must carry large payloads
+	// another way, never truncate or drop them.
+	Publish(ctx context.Context, topic string, payload []byte) error
+	// Subscribe starts delivering the topic's messages. The subscription ends
+	// when ctx is done or Close is called.
+	Subscribe(ctx context.Context, topic string) (Subscription, error)
+	// Close stops the PubSub and ends every subscription.
+	Close() error
+}
+
+// Subscription is one subscriber's view of a topic.
+type Subscription interface {
+	// C delivers messages. It is closed when the subscription ends; Err then
+	// says why.
+	C() <-chan Message
+	// Err is nil while the subscription runs, ErrLagged if it was ended for
+	// not keeping up, ErrClosed after Close or the end of its context.
+	Err() error
+	// Close ends the subscription. It is safe to call more than once.
+	Close()
+}
+
+// Message is one delivery.
+type Message struct {
+	Topic   string
+	Payload []byte
+	// Missed is set (with no payload) when messages may have been lost before
+	// this one, for example while a connection was re-established: the
+	// subscriber should re-read the database.
+	Missed bool
+}
+
+var (
+	// ErrLagged ends a subscription whose buffer filled up: the subscriber was
+	// too slow, and rather than buffer without bound it must resync.
+	ErrLagged = errors.New("pubsub: subscriber too slow, messages dropped")
+	// ErrClosed ends a subscription that was closed.
+	ErrClosed = errors.New("pubsub: subscription closed")
+)

@@ -1,0 +1,158 @@
+// Package store persists parley's state. Store is the one interface both
+// backends (sqlite/, postgres/) implement; storetest/ is the conformance
+// suite every implementation must pass.
+//
+// Reads happen on the Store directly. Every change happens inside InTx, so a
+// flow that checks a chat's status and then writes (post a message, submit
+// tool results) is one atomic step: the transaction holds the chat's row lock
+// from LockChat to commit (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the
+// single writer transaction, BEGIN IMMEDIATE).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+var (
+	// ErrNotFound: no such row (for chats: also another owner's chat).
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a row with that key already exists.
+	ErrExists = errors.New("already exists")
+	// ErrBadCursor: a pagination cursor that this store did not issue.
+	ErrBadCursor = errors.New("invalid cursor")
+)
+
+// StatusConflictError is a conditional status change that found the chat in
+// another status than expected.
+type StatusConflictError struct {
+	ChatID string
+	Status chat.Status // the status the chat is really in
+}
+
+func (e *StatusConflictError) Error() string {
+	return fmt.Sprintf("chat %s is %s", e.ChatID, e.Status)
+}
+
+// IllegalTransitionError is a status change the state machine forbids.
+type IllegalTransitionError struct{ From, To chat.Status }
+
+func (e *IllegalTransitionError) Error() string {
+	return fmt.Sprintf("illegal status transition %s -> %s", e.From, e.To)
+}
+
+// Store is parley's persistence. Implementations are safe for concurrent use.
+type Store interface {
+	Reader
+	// InTx runs fn in one transaction, committed if fn returns nil and rolled
+	// back otherwise. fn may run more than once if the database asks for a
+	// retry (serialization failure), so it must not have other side effects.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Reader holds the queries that need no transaction.
+type Reader interface {
+	// GetChat returns a chat by id; ErrNotFound if it does not exist.
+	GetChat(ctx context.Context, id string) (chat.Chat, error)
+	// ListChats returns one page of a owner's chats, newest first.
+	ListChats(ctx context.Context, q ChatQuery) (ChatPage, error)
+	// ListMessages returns up to limit messages of a chat with id > after, in
+	// id order.
+	ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
+	// ListQueued returns the chat's queued messages in arrival order.
+	ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error)
+
+	// CountOwners returns how many owners exist.
+	CountOwners(ctx context.Context) (int, error)
+	// GetToken returns an API token by id, revoked or not; ErrNotFound if none.
+	GetToken(ctx context.Context, id string) (Token, error)
+	// ListTokens returns every token (owner "" ) or one owner's, oldest first.
+	ListTokens(ctx context.Context, owner string) ([]Token, error)
+}
+
+// Tx is one transaction. Its methods may only be used inside InTx's fn.
+type Tx interface {
+	Reader
+
+	// LockChat reads a chat and locks its row until the transaction ends.
+	LockChat(ctx context.Context, id string) (chat.Chat, error)
+	// InsertChat stores a new chat. It sets CreatedAt and UpdatedAt; ID,
+	// Owner, Model and Status must be set. ErrExists on a duplicate id.
+	InsertChat(ctx context.Context, c *chat.Chat) error
+	// UpdateChatMeta writes the fields a client may patch (title, labels,
+	// archived) and bumps UpdatedAt, which it sets on c.
+	UpdateChatMeta(ctx context.Context, c *chat.Chat) error
+	// TransitionChat changes a chat's status if it is t.From, and writes the
+	// columns that go with the new status (see Transition). It refuses a change
+	// chat.CanTransition forbids (IllegalTransitionError) and answers
+	// StatusConflictError when the chat is in another status. It returns the
+	// chat as it is after the change.
+	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
+	// SetInterruptRequested sets or clears the chat's interrupt flag.
+	SetInterruptRequested(ctx context.Context, id string, v bool) error
+	// DeleteChat removes a chat with its messages and queued messages.
+	DeleteChat(ctx context.Context, id string) error
+
+	// InsertMessage appends a message; it sets ID (greater than every earlier
+	// message id of the chat) and CreatedAt. Usage, when set, is added to the
+	// chat's usage totals.
+	InsertMessage(ctx context.Context, m *chat.Message) error
+	// InsertQueued appends a queued message; it sets ID and CreatedAt.
+	InsertQueued(ctx context.Context, q *chat.QueuedMessage) error
+	// DeleteQueued removes one queued message (when it is promoted).
+	DeleteQueued(ctx context.Context, id int64) error
+
+	// CreateOwner creates an owner; created is false if it existed already.
+	CreateOwner(ctx context.Context, name string) (created bool, err error)
+	// InsertToken stores a token (its hash, never its secret). ErrExists on a
+	// duplicate id; ErrNotFound if the owner does not exist.
+	InsertToken(ctx context.Context, t *Token) error
+	// RevokeToken marks a token revoked; ErrNotFound if there is no such token.
+	// Revoking a revoked token is not an error.
+	RevokeToken(ctx context.Context, id string) error
+}
+
+// Transition is a status change with the columns that change with it.
+type Transition struct {
+	From, To chat.Status
+	// LastError is stored when To is Error; it is cleared on any other status.
+	LastError *chat.ChatError
+	// ActionDeadline is stored when To is RequiresAction; cleared otherwise.
+	ActionDeadline *time.Time
+}
+
+// ChatQuery selects a page of one owner's chats.
+type ChatQuery struct {
+	Owner    string
+	Statuses []chat.Status     // any of these; all statuses when empty
+	Labels   map[string]string // every one of these label pairs
+	Archived *bool             // nil: archived or not
+	Cursor   string            // from an earlier page's NextCursor; "" for the first page
+	Limit    int               // 1..MaxPageSize
+}
+
+// MaxPageSize bounds ChatQuery.Limit and ListMessages' limit.
+const MaxPageSize = 500
+
+// ChatPage is one page of chats; NextCursor is "" on the last page.
+type ChatPage struct {
+	Chats      []chat.Chat
+	NextCursor string
+}
+
+// Token is an API token as stored: its secret only as a hash.
+type Token struct {
+	ID        string     `json:"id"`
+	Owner     string     `json:"owner"`
+	Name      string     `json:"name,omitempty"`
+	Hash      []byte     `json:"-"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
