@@ -1,0 +1,92 @@
+// Package llm is parley's small streaming interface to language models.
+// Implementations (openai/, anthropic/, echo/) sit on the official SDKs;
+// llmtest/ holds fake servers that speak each provider's real wire format.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Provider makes one streaming model call. It calls emit for each delta as it
+// arrives and returns the whole answer when the stream ends. If emit returns
+// an error, the call stops and returns it. Implementations are safe for
+// concurrent use.
+type Provider interface {
+	Stream(ctx context.Context, req Request, emit func(Event) error) (Result, error)
+}
+
+// Request is one model call.
+type Request struct {
+	Model           string         // the provider's model id
+	System          string         // system prompt; "" for none
+	Messages        []chat.Message // the history, oldest first: user, assistant and tool messages
+	Tools           []ToolDef      // every tool the model may call
+	MaxOutputTokens int            // 0: the provider's default
+}
+
+// ToolDef is a tool as the model sees it.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// EventType says what an Event carries.
+type EventType int
+
+const (
+	TextDelta      EventType = iota + 1 // Text: more answer text
+	ReasoningDelta                      // Text: more reasoning text
+	ToolCallStart                       // Index, ToolCallID, ToolName: the model starts a call
+	ToolCallDelta                       // Index, Text: more of the call's JSON arguments
+	ToolCallEnd                         // Index: the call's arguments are complete
+)
+
+// Event is one streamed delta.
+type Event struct {
+	Type       EventType
+	Text       string
+	Index      int // the tool call's position among this answer's calls
+	ToolCallID string
+	ToolName   string
+}
+
+// Result is a whole answer: its parts in order (reasoning, text, tool calls),
+// token usage and why it stopped.
+type Result struct {
+	Parts        []chat.Part
+	Usage        Usage
+	FinishReason string // "stop", "tool_calls", "length", ... as normalised by the provider
+}
+
+// Usage counts one call's tokens.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Error is a failed model call, with what the engine needs to decide on a
+// retry and to tell the client.
+type Error struct {
+	Kind       string        // rate_limited, overloaded, server, connection, timeout, cut_stream, bad_request, auth, ...
+	Provider   string        // "openai", "openai-responses", "anthropic", ...
+	HTTPStatus int           // 0 when no HTTP answer
+	Retryable  bool          // a later attempt may succeed
+	RetryAfter time.Duration // the server's Retry-After, 0 if none
+	Message    string
+	Err        error // the underlying error, if any
+}
+
+func (e *Error) Error() string {
+	if e.HTTPStatus != 0 {
+		return fmt.Sprintf("%s: %s (HTTP %d): %s", e.Provider, e.Kind, e.HTTPStatus, e.Message)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Provider, e.Kind, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
