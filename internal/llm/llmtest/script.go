@@ -1,0 +1,99 @@
+// Package llmtest holds fake model servers that speak each provider's real
+// wire format (HTTP + SSE, byte for byte as the real APIs send it), scripted
+// turn by turn, so provider code is tested through the official SDKs.
+package llmtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Turn scripts one response of a fake server.
+type Turn struct {
+	Reasoning string     // streamed first, as reasoning / thinking deltas
+	Text      string     // streamed as text deltas
+	ToolCalls []ToolCall // streamed after the text, with incremental arguments
+	Usage     Usage
+
+	// Status, when not 0 or 200, answers with the provider's error body
+	// instead of a stream; RetryAfter sets the Retry-After header.
+	Status       int
+	ErrorMessage string
+	RetryAfter   time.Duration
+
+	FirstChunkDelay time.Duration // wait before the first SSE event
+	CutAfter        int           // cut the connection after this many SSE events; 0 never
+	ChunkSize       int           // runes per text/argument delta; 0 means 4
+}
+
+// ToolCall scripts one call; Args is its JSON, sent in ChunkSize pieces.
+type ToolCall struct {
+	ID   string
+	Name string
+	Args string
+}
+
+// Usage scripts the token counts a turn reports.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Script is the queue of turns a fake serves, one per request, and the log
+// of requests it received. A request with no turn left gets HTTP 500.
+type Script struct {
+	mu       sync.Mutex
+	turns    []Turn
+	requests []Request
+}
+
+// Request is one request a fake received.
+type Request struct {
+	Header http.Header
+	Body   json.RawMessage
+	At     time.Time
+}
+
+// Push appends turns to the queue.
+func (s *Script) Push(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, turns...)
+}
+
+// Requests returns the requests received so far.
+func (s *Script) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// next records a request and pops the turn that answers it.
+func (s *Script) next(r Request) (Turn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r)
+	if len(s.turns) == 0 {
+		return Turn{}, false
+	}
+	t := s.turns[0]
+	s.turns = s.turns[1:]
+	return t, true
+}
+
+// Chunks splits s into pieces of n runes (n <= 0 means 4).
+func Chunks(s string, n int) []string {
+	if n <= 0 {
+		n = 4
+	}
+	var out []string
+	r := []rune(s)
+	for len(r) > 0 {
+		k := min(n, len(r))
+		out = append(out, string(r[:k]))
+		r = r[k:]
+	}
+	return out
+}
