@@ -1,0 +1,113 @@
+// Package api serves parley's HTTP API (DESIGN.md section 4): the chat
+// routes under /api/v1, the owner's event feed over Server-Sent Events, and
+// the unauthenticated /healthz, /readyz and /metrics.
+//
+// Handlers decode and check the request, call the service, and write JSON.
+// Every error becomes the body {"error": {"code", "message", "details"}} in
+// one place (errors.go).
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// DefaultKeepAlive is the interval of SSE keep-alive comments when Deps sets none.
+const DefaultKeepAlive = 15 * time.Second
+
+// Deps is what the API needs.
+type Deps struct {
+	Config    *config.Config
+	Store     store.Store
+	PubSub    pubsub.PubSub
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry // metrics registered here, served on /metrics
+	KeepAlive time.Duration        // SSE keep-alive interval; 0 means 15s
+}
+
+// api is the HTTP handler of New.
+type api struct {
+	cfg       *config.Config
+	st        store.Store
+	ps        pubsub.PubSub
+	log       *slog.Logger
+	svc       *service.Service
+	reg       *prometheus.Registry
+	metrics   *metrics
+	keepAlive time.Duration
+
+	mux    *http.ServeMux
+	routes map[string]bool // the registered patterns, the only route labels
+}
+
+// New returns the API's handler. Config, Store and PubSub are required; a
+// nil Logger discards, a nil Registry is replaced by a new one.
+func New(d Deps) (http.Handler, error) {
+	if d.Config == nil || d.Store == nil || d.PubSub == nil {
+		return nil, errors.New("api: Config, Store and PubSub are required")
+	}
+	a := &api{
+		cfg:       d.Config,
+		st:        d.Store,
+		ps:        d.PubSub,
+		log:       d.Logger,
+		reg:       d.Registry,
+		keepAlive: d.KeepAlive,
+		mux:       http.NewServeMux(),
+		routes:    map[string]bool{},
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.reg == nil {
+		a.reg = prometheus.NewRegistry()
+	}
+	if a.keepAlive <= 0 {
+		a.keepAlive = DefaultKeepAlive
+	}
+	m, err := newMetrics(a.reg)
+	if err != nil {
+		return nil, err
+	}
+	a.metrics = m
+	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log)
+	a.register()
+	return a, nil
+}
+
+// ServeHTTP routes the request, answers unknown routes and wrong methods with
+// the error body, and records the request's metrics and log line.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	_, pattern := a.mux.Handler(r)
+	route := pattern
+	var out http.ResponseWriter = sw
+	if !a.routes[pattern] {
+		route = "unmatched"
+		out = &muxErrorWriter{statusWriter: sw, r: r}
+	}
+	a.mux.ServeHTTP(out, r)
+
+	code := sw.Status()
+	elapsed := time.Since(start)
+	a.metrics.observe(route, r.Method, code, elapsed)
+	level := slog.LevelDebug
+	if code >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route, "status", code, "duration", elapsed}
+	if sw.err != nil {
+		attrs = append(attrs, "err", sw.err)
+	}
+	a.log.Log(r.Context(), level, "http request", attrs...)
+}

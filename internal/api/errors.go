@@ -1,0 +1,135 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// apiError is an error as the client sees it.
+type apiError struct {
+	Status  int            `json:"-"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// statusClientClosed is logged and counted when the client went away before
+// the answer (nginx's convention); the client never sees it.
+const statusClientClosed = 499
+
+// toAPIError maps any error a handler returns to what the client sees. It is
+// the one place where domain errors get their status codes.
+func toAPIError(err error) *apiError {
+	var (
+		ae   *apiError
+		ve   *chat.ValidationError
+		um   *service.UnknownModelError
+		busy *service.BusyError
+		se   *service.StatusError
+		sc   *store.StatusConflictError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, auth.ErrUnauthorized):
+		return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: auth.ErrUnauthorized.Error()}
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "chat not found"}
+	case errors.As(err, &ve):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Message: ve.Error(),
+			Details: map[string]any{"field": ve.Field}}
+	case errors.As(err, &um):
+		return &apiError{Status: http.StatusBadRequest, Code: "unknown_model", Message: um.Error(),
+			Details: map[string]any{"field": "model", "model": um.Model, "models": um.Known}}
+	case errors.As(err, &busy):
+		return &apiError{Status: http.StatusConflict, Code: "chat_busy",
+			Message: fmt.Sprintf("the chat is %s; send with busy \"queue\" or \"interrupt\", or wait", busy.Status),
+			Details: map[string]any{"status": busy.Status}}
+	case errors.As(err, &se):
+		return &apiError{Status: http.StatusConflict, Code: "status_conflict", Message: se.Error(),
+			Details: map[string]any{"status": se.Status}}
+	case errors.As(err, &sc):
+		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
+			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
+			Details: map[string]any{"status": sc.Status}}
+	case errors.Is(err, store.ErrBadCursor):
+		return &apiError{Status: http.StatusBadRequest, Code: "bad_cursor", Message: "cursor is not one this server issued; start again without it",
+			Details: map[string]any{"param": "cursor"}}
+	case errors.Is(err, store.ErrExists):
+		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: "already exists"}
+	case errors.Is(err, context.Canceled):
+		return &apiError{Status: statusClientClosed, Code: "canceled", Message: "the request was canceled"}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal server error"}
+}
+
+// writeError answers with err's error body and remembers err for the
+// request's log line.
+func writeError(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	if sw, ok := w.(interface{ setErr(error) }); ok {
+		sw.setErr(err)
+	}
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, status = []byte(`{"error":{"code":"internal","message":"internal server error"}}`), http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (w *statusWriter) setErr(err error) { w.err = err }
+
+// muxErrorWriter turns the ServeMux's plain-text 404 and 405 answers into the
+// API's error body; other answers (redirects) pass through.
+type muxErrorWriter struct {
+	*statusWriter
+	r       *http.Request
+	replace bool
+}
+
+func (w *muxErrorWriter) WriteHeader(code int) {
+	switch code {
+	case http.StatusNotFound:
+		w.replace = true
+		writeError(w.statusWriter, &apiError{Status: code, Code: "not_found",
+			Message: fmt.Sprintf("no route %s %s", w.r.Method, w.r.URL.Path)})
+	case http.StatusMethodNotAllowed:
+		w.replace = true
+		allow := w.Header().Get("Allow")
+		writeError(w.statusWriter, &apiError{Status: code, Code: "method_not_allowed",
+			Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", w.r.Method, w.r.URL.Path, allow),
+			Details: map[string]any{"allow": strings.Split(allow, ", ")}})
+	default:
+		w.statusWriter.WriteHeader(code)
+	}
+}
+
+func (w *muxErrorWriter) Write(b []byte) (int, error) {
+	if w.replace {
+		return len(b), nil
+	}
+	return w.statusWriter.Write(b)
+}

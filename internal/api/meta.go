@@ -1,0 +1,60 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// readyTimeout bounds the database check of /readyz.
+const readyTimeout = 2 * time.Second
+
+// healthz answers while the process serves HTTP.
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz answers 200 when the database answers, 503 otherwise.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := a.st.Ping(ctx); err != nil {
+		a.log.Warn("not ready: database does not answer", "err", err)
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "the database does not answer"}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// modelInfo is a configured model as clients see it: no keys, no URLs.
+type modelInfo struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Default  bool   `json:"default"`
+}
+
+// listModels answers the configured models, the default marked.
+func (a *api) listModels(w http.ResponseWriter, r *http.Request, owner string) error {
+	models := make([]modelInfo, len(a.cfg.Models))
+	for i, m := range a.cfg.Models {
+		models[i] = modelInfo{Name: m.Name, Provider: m.Provider, Model: m.Model, Default: m.Name == a.cfg.DefaultModel}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"models": models})
+	return nil
+}
+
+// toolInfo is a server-side tool as clients see it.
+type toolInfo struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	InputSchema map[string]any `json:"input_schema"`
+	Source      string         `json:"source"`
+}
+
+// listTools answers the server-side tools; there are none yet.
+func (a *api) listTools(w http.ResponseWriter, r *http.Request, owner string) error {
+	writeJSON(w, http.StatusOK, map[string]any{"tools": []toolInfo{}})
+	return nil
+}

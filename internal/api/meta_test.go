@@ -1,0 +1,87 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	s := newSQLite(t)
+	s.do("GET", "/healthz", "", nil).expect(t, http.StatusOK, nil)
+	s.do("GET", "/readyz", "", nil).expect(t, http.StatusOK, nil)
+	s.st.Close() // the database goes away
+	s.do("GET", "/readyz", "", nil).expectError(t, http.StatusServiceUnavailable, "not_ready")
+	s.do("GET", "/healthz", "", nil).expect(t, http.StatusOK, nil)
+}
+
+func TestModelsAndTools(t *testing.T) {
+	s := newSQLite(t)
+	tok := s.token("alice")
+	r := s.do("GET", "/api/v1/models", tok, nil)
+	var models struct {
+		Models []struct {
+			Name, Provider, Model string
+			Default               bool
+		}
+	}
+	r.expect(t, http.StatusOK, &models)
+	if len(models.Models) != 2 || models.Models[0].Name != "echo" || !models.Models[0].Default ||
+		models.Models[1].Name != "fast" || models.Models[1].Provider != "openai" || models.Models[1].Model != "gpt-5-mini" || models.Models[1].Default {
+		t.Fatalf("models: %s", r.body)
+	}
+	for _, secret := range []string{"SECRET_KEY_ENV", "127.0.0.1:1", "api_key", "base_url"} {
+		if strings.Contains(string(r.body), secret) {
+			t.Fatalf("models show %q: %s", secret, r.body)
+		}
+	}
+	r = s.do("GET", "/api/v1/tools", tok, nil)
+	r.expect(t, http.StatusOK, nil)
+	if strings.TrimSpace(string(r.body)) != `{"tools":[]}` {
+		t.Fatalf("tools: %s", r.body)
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	s := newSQLite(t)
+	tok := s.token("alice")
+	s.do("GET", "/api/v1/nope", tok, nil).expectError(t, http.StatusNotFound, "not_found")
+	s.do("GET", "/", "", nil).expectError(t, http.StatusNotFound, "not_found")
+	r := s.do("PUT", "/api/v1/chats", tok, nil)
+	r.expectError(t, http.StatusMethodNotAllowed, "method_not_allowed")
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
+		t.Fatalf("Allow %q", allow)
+	}
+	s.do("POST", "/healthz", "", nil).expectError(t, http.StatusMethodNotAllowed, "method_not_allowed")
+}
+
+func TestMetrics(t *testing.T) {
+	s := newSQLite(t)
+	tok := s.token("alice")
+	s.createChat(tok, nil)
+	s.do("GET", "/api/v1/chats", tok, nil).expect(t, http.StatusOK, nil)
+	s.do("GET", "/api/v1/chats", "", nil).expect(t, http.StatusUnauthorized, nil)
+	s.do("GET", "/api/v1/chats/0190a0b4-1d2e-7f00-8000-000000000000", tok, nil).expect(t, http.StatusNotFound, nil)
+	s.do("GET", "/nope/1", "", nil).expect(t, http.StatusNotFound, nil)
+	s.do("GET", "/nope/2", "", nil).expect(t, http.StatusNotFound, nil)
+
+	r := s.do("GET", "/metrics", "", nil)
+	r.expect(t, http.StatusOK, nil)
+	body := string(r.body)
+	for _, want := range []string{
+		`parley_http_requests_total{code="201",method="POST",route="POST /api/v1/chats"} 1`,
+		`parley_http_requests_total{code="200",method="GET",route="GET /api/v1/chats"} 1`,
+		`parley_http_requests_total{code="401",method="GET",route="GET /api/v1/chats"} 1`,
+		`parley_http_requests_total{code="404",method="GET",route="GET /api/v1/chats/{id}"} 1`,
+		`parley_http_requests_total{code="404",method="GET",route="unmatched"} 2`,
+		`parley_http_request_duration_seconds_bucket{code="201",method="POST",route="POST /api/v1/chats",le="+Inf"} 1`,
+		`parley_http_request_duration_seconds_count{code="200",method="GET",route="GET /api/v1/chats"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(body, "/nope/") {
+		t.Error("unmatched paths must not become labels")
+	}
+}

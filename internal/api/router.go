@@ -1,0 +1,42 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// handler is an HTTP handler that returns its error, answered in one place.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// register installs every route.
+func (a *api) register() {
+	a.handle("GET /healthz", a.healthz)
+	a.handle("GET /readyz", a.readyz)
+	a.routes["GET /metrics"] = true
+	a.mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+
+	const v1 = "/api/v1"
+	a.handle("GET "+v1+"/models", a.authed(a.listModels))
+	a.handle("GET "+v1+"/tools", a.authed(a.listTools))
+	a.handle("POST "+v1+"/chats", a.authed(a.createChat))
+	a.handle("GET "+v1+"/chats", a.authed(a.listChats))
+	a.handle("GET "+v1+"/chats/watch", a.authed(a.watch))
+	a.handle("GET "+v1+"/chats/{id}", a.authed(a.getChat))
+	a.handle("PATCH "+v1+"/chats/{id}", a.authed(a.patchChat))
+	a.handle("DELETE "+v1+"/chats/{id}", a.authed(a.deleteChat))
+	a.handle("GET "+v1+"/chats/{id}/messages", a.authed(a.listMessages))
+	a.handle("POST "+v1+"/chats/{id}/messages", a.authed(a.postMessage))
+	a.handle("POST "+v1+"/chats/{id}/interrupt", a.authed(a.interrupt))
+	a.handle("POST "+v1+"/chats/{id}/retry", a.authed(a.retry))
+}
+
+// handle installs h on pattern and records the pattern as a route label.
+func (a *api) handle(pattern string, h handler) {
+	a.routes[pattern] = true
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Interrupt stops the work in progress of the owner's chat: a running chat is
+// asked to stop (its worker acts on the flag), a requires_action chat gets
+// "cancelled" results for its open calls and waits, a pending chat waits. A
+// waiting or error chat is left as it is. It returns the chat.
+func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, error) {
+	var (
+		c chat.Chat
+		n notice
+	)
+	err := s.st.InTx(ctx, func(tx store.Tx) error {
+		n = notice{}
+		var err error
+		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
+			return err
+		}
+		before := c.Status
+		switch c.Status {
+		case chat.Running:
+			if err := tx.SetInterruptRequested(ctx, id, true); err != nil {
+				return fmt.Errorf("request interrupt: %w", err)
+			}
+			c.InterruptRequested = true
+		case chat.RequiresAction, chat.Pending:
+			if err := cancelOpenCalls(ctx, tx, id, ReasonInterrupted); err != nil {
+				return err
+			}
+			if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Waiting}); err != nil {
+				return fmt.Errorf("chat %s to waiting: %w", id, err)
+			}
+		}
+		n.statusChanged(before, c)
+		return nil
+	})
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("interrupt chat %s: %w", id, err)
+	}
+	s.announce(ctx, n)
+	return c, nil
+}
+
+// Retry sets the owner's chat in error back to pending, so a worker continues
+// from the persisted history. A chat in any other status is a StatusError.
+func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error) {
+	var (
+		c chat.Chat
+		n notice
+	)
+	err := s.st.InTx(ctx, func(tx store.Tx) error {
+		n = notice{}
+		var err error
+		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
+			return err
+		}
+		if c.Status != chat.Error {
+			return &StatusError{ChatID: id, Status: c.Status, Reason: "only a chat in error can be retried"}
+		}
+		before := c.Status
+		if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending}); err != nil {
+			return fmt.Errorf("chat %s to pending: %w", id, err)
+		}
+		n.statusChanged(before, c)
+		return nil
+	})
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("retry chat %s: %w", id, err)
+	}
+	s.announce(ctx, n)
+	return c, nil
+}

@@ -1,0 +1,196 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Bounds of a chat's tool_result_timeout.
+const (
+	MinToolResultTimeout = time.Second
+	MaxToolResultTimeout = 24 * time.Hour
+)
+
+// fallbackTitleRunes is the length a first message is cut to when it serves
+// as the title.
+const fallbackTitleRunes = 60
+
+// NewChat is what a client may set when it creates a chat; it is also the
+// JSON body of POST /api/v1/chats.
+type NewChat struct {
+	Model        string             `json:"model"`
+	SystemPrompt string             `json:"system_prompt"`
+	Title        string             `json:"title"`
+	Labels       map[string]string  `json:"labels"`
+	Message      json.RawMessage    `json:"message"`
+	DynamicTools []chat.DynamicTool `json:"dynamic_tools"`
+	// ToolResultTimeout is a Go duration ("10m"); "" means the server's default.
+	ToolResultTimeout string `json:"tool_result_timeout"`
+}
+
+// CreateChat validates in and creates the owner's chat: waiting, or pending
+// with its first user message when in has one.
+func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (chat.Chat, error) {
+	c, first, err := s.newChat(owner, in)
+	if err != nil {
+		return chat.Chat{}, err
+	}
+	err = s.st.InTx(ctx, func(tx store.Tx) error {
+		cc := c // InTx may run fn again: start from the same values each time
+		if err := tx.InsertChat(ctx, &cc); err != nil {
+			return err
+		}
+		if first != nil {
+			m := chat.Message{ChatID: cc.ID, Role: chat.RoleUser, Parts: first}
+			if err := tx.InsertMessage(ctx, &m); err != nil {
+				return err
+			}
+		}
+		c = cc
+		return nil
+	})
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("create chat: %w", err)
+	}
+	s.announce(ctx, notice{
+		feed: []events.FeedEvent{{Kind: events.KindCreated, Chat: c}},
+		wake: c.Status == chat.Pending,
+	})
+	return c, nil
+}
+
+// newChat checks a creation request and builds the chat and its first
+// message's parts (nil without one).
+func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, error) {
+	lim := s.limits()
+	model := in.Model
+	if model == "" {
+		model = s.cfg.DefaultModel
+	}
+	if _, ok := s.cfg.FindModel(model); !ok {
+		known := make([]string, len(s.cfg.Models))
+		for i, m := range s.cfg.Models {
+			known[i] = m.Name
+		}
+		return chat.Chat{}, nil, &UnknownModelError{Model: model, Known: known}
+	}
+	if err := checkText("system_prompt", in.SystemPrompt, lim.MaxSystemPrompt, true); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	if err := checkText("title", in.Title, lim.MaxTitleBytes, true); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	if err := chat.ValidateLabels(in.Labels, lim); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	if err := chat.ValidateDynamicTools(in.DynamicTools, s.serverTool, lim); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	var timeout time.Duration
+	if in.ToolResultTimeout != "" {
+		d, err := time.ParseDuration(in.ToolResultTimeout)
+		if err != nil || d < MinToolResultTimeout || d > MaxToolResultTimeout {
+			return chat.Chat{}, nil, &chat.ValidationError{Field: "tool_result_timeout",
+				Message: fmt.Sprintf("%q must be a duration (like 90s or 10m) between %s and %s", in.ToolResultTimeout, MinToolResultTimeout, MaxToolResultTimeout)}
+		}
+		timeout = d
+	}
+	var first []chat.Part
+	if len(in.Message) > 0 && string(in.Message) != "null" {
+		parts, err := chat.ParseContent(in.Message, lim)
+		if err != nil {
+			return chat.Chat{}, nil, renameField(err, "content", "message")
+		}
+		first = parts
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return chat.Chat{}, nil, fmt.Errorf("new chat id: %w", err)
+	}
+	labels := in.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	tools := in.DynamicTools
+	if tools == nil {
+		tools = []chat.DynamicTool{}
+	}
+	c := chat.Chat{
+		ID:                id.String(),
+		Owner:             owner,
+		Title:             in.Title,
+		Model:             model,
+		SystemPrompt:      in.SystemPrompt,
+		Status:            chat.Waiting,
+		DynamicTools:      tools,
+		Labels:            labels,
+		ToolResultTimeout: timeout,
+	}
+	if first != nil {
+		c.Status = chat.Pending
+		if c.Title == "" {
+			c.Title = FallbackTitle(first, lim.MaxTitleBytes)
+		}
+	}
+	return c, first, nil
+}
+
+// checkText checks a free-text field's size and encoding; unless allowEmpty,
+// a value that is only white space is refused.
+func checkText(field, v string, maxBytes int, allowEmpty bool) error {
+	switch {
+	case !utf8.ValidString(v):
+		return &chat.ValidationError{Field: field, Message: "must be valid UTF-8"}
+	case len(v) > maxBytes:
+		return &chat.ValidationError{Field: field, Message: fmt.Sprintf("is %d bytes, at most %d allowed", len(v), maxBytes)}
+	case !allowEmpty && strings.TrimSpace(v) == "":
+		return &chat.ValidationError{Field: field, Message: "must not be empty"}
+	}
+	return nil
+}
+
+// renameField rewrites the field of a validation error that starts with
+// from, so errors name the request's own field.
+func renameField(err error, from, to string) error {
+	if ve, ok := err.(*chat.ValidationError); ok && strings.HasPrefix(ve.Field, from) {
+		return &chat.ValidationError{Field: to + strings.TrimPrefix(ve.Field, from), Message: ve.Message}
+	}
+	return err
+}
+
+// FallbackTitle makes a title of a first message: its text with white space
+// collapsed, cut on a word boundary to about 60 characters (and at most
+// maxBytes bytes), with "…" when cut.
+func FallbackTitle(parts []chat.Part, maxBytes int) string {
+	var words []string
+	for _, p := range parts {
+		if p.Type == chat.PartText {
+			words = append(words, strings.Fields(p.Text)...)
+		}
+	}
+	text := strings.Join(words, " ")
+	if utf8.RuneCountInString(text) <= fallbackTitleRunes && len(text) <= maxBytes {
+		return text
+	}
+	const ellipsis = "…"
+	cut := []rune(text)[:min(fallbackTitleRunes, utf8.RuneCountInString(text))]
+	for len(string(cut))+len(ellipsis) > maxBytes && len(cut) > 0 {
+		cut = cut[:len(cut)-1]
+	}
+	short := string(cut)
+	midWord := !strings.HasPrefix(text[len(short):], " ")
+	if i := strings.LastIndexByte(short, ' '); midWord && i > 0 {
+		short = short[:i]
+	}
+	return strings.TrimRight(short, " ,.;:") + ellipsis
+}

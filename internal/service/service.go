@@ -1,0 +1,146 @@
+// Package service holds the operations on chats that clients ask for: create,
+// read, patch, delete, post a message, interrupt, retry. Every change to a
+// chat goes through here, so the status transitions a client can cause, and
+// the events that announce them, live in one place.
+//
+// Each write is one store transaction that locks the chat, checks, then
+// writes. After commit the owner's feed is told, and workers are woken when
+// a chat became pending. Notifications are hints: a failure to publish one is
+// logged, never returned.
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// publishTimeout bounds the notifications sent after a commit.
+const publishTimeout = 5 * time.Second
+
+// Service performs chat operations on behalf of owners. It is safe for
+// concurrent use.
+type Service struct {
+	st         store.Store
+	ps         pubsub.PubSub
+	cfg        *config.Config
+	log        *slog.Logger
+	serverTool func(name string) bool
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithServerTools tells the Service which tool names belong to server-side
+// tools, so a client cannot declare a dynamic tool of the same name.
+func WithServerTools(isServerTool func(name string) bool) Option {
+	return func(s *Service) { s.serverTool = isServerTool }
+}
+
+// New returns a Service over the store and pubsub. A nil logger discards.
+func New(st store.Store, ps pubsub.PubSub, cfg *config.Config, log *slog.Logger, opts ...Option) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{st: st, ps: ps, cfg: cfg, log: log}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// limits returns the chat limits of the configuration.
+func (s *Service) limits() chat.Limits { return s.cfg.Limits.Chat() }
+
+// GetChat returns the owner's chat; store.ErrNotFound if it does not exist
+// or belongs to another owner.
+func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, error) {
+	c, err := s.st.GetChat(ctx, id)
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	if c.Owner != owner {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
+	}
+	return c, nil
+}
+
+// ListChats returns one page of the owner's chats; q.Owner is set to owner.
+func (s *Service) ListChats(ctx context.Context, owner string, q store.ChatQuery) (store.ChatPage, error) {
+	q.Owner = owner
+	page, err := s.st.ListChats(ctx, q)
+	if err != nil {
+		return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+	}
+	return page, nil
+}
+
+// ListMessages returns up to limit messages of the owner's chat with id >
+// after, in id order.
+func (s *Service) ListMessages(ctx context.Context, owner, id string, after int64, limit int) ([]chat.Message, error) {
+	if _, err := s.GetChat(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	msgs, err := s.st.ListMessages(ctx, id, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list messages of %s: %w", id, err)
+	}
+	return msgs, nil
+}
+
+// lockOwned locks a chat inside tx and checks that owner owns it.
+func lockOwned(ctx context.Context, tx store.Tx, owner, id string) (chat.Chat, error) {
+	c, err := tx.LockChat(ctx, id)
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("lock chat %s: %w", id, err)
+	}
+	if c.Owner != owner {
+		return chat.Chat{}, fmt.Errorf("lock chat %s: %w", id, store.ErrNotFound)
+	}
+	return c, nil
+}
+
+// notice is what a committed change announces: feed events, and whether a
+// chat became pending so a worker must be woken.
+type notice struct {
+	feed []events.FeedEvent
+	wake bool
+}
+
+// statusChanged adds the events of a chat whose status changed from before.
+func (n *notice) statusChanged(before chat.Status, after chat.Chat) {
+	if before == after.Status {
+		return
+	}
+	n.feed = append(n.feed, events.FeedEvent{Kind: events.KindStatusChange, Chat: after})
+	if after.Status == chat.Pending {
+		n.wake = true
+	}
+}
+
+// announce publishes a committed change. Failures are logged: the database
+// already holds the truth, and subscribers re-read it.
+func (s *Service) announce(ctx context.Context, n notice) {
+	if len(n.feed) == 0 && !n.wake {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	for _, ev := range n.feed {
+		if err := events.PublishFeed(ctx, s.ps, ev); err != nil {
+			s.log.Warn("feed event not published", "chat", ev.Chat.ID, "kind", ev.Kind, "err", err)
+		}
+	}
+	if n.wake {
+		if err := s.ps.Publish(ctx, events.WorkTopic, []byte{}); err != nil {
+			s.log.Warn("worker wake-up not published", "err", err)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// ChatPatch is what a client may change on a chat; nil fields stay as they
+// are. It is also the JSON body of PATCH /api/v1/chats/{id}.
+type ChatPatch struct {
+	Title    *string            `json:"title"`
+	Labels   *map[string]string `json:"labels"` // replaces every label; {} clears them
+	Archived *bool              `json:"archived"`
+}
+
+// UpdateChat applies p to the owner's chat and returns the chat. A changed
+// title is announced with a title_change event.
+func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch) (chat.Chat, error) {
+	lim := s.limits()
+	if p.Title != nil {
+		if err := checkText("title", *p.Title, lim.MaxTitleBytes, false); err != nil {
+			return chat.Chat{}, err
+		}
+	}
+	if p.Labels != nil {
+		if err := chat.ValidateLabels(*p.Labels, lim); err != nil {
+			return chat.Chat{}, err
+		}
+	}
+	var (
+		c chat.Chat
+		n notice
+	)
+	err := s.st.InTx(ctx, func(tx store.Tx) error {
+		n = notice{}
+		var err error
+		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
+			return err
+		}
+		next := c
+		if p.Title != nil {
+			next.Title = *p.Title
+		}
+		if p.Labels != nil {
+			next.Labels = maps.Clone(*p.Labels)
+			if next.Labels == nil {
+				next.Labels = map[string]string{}
+			}
+		}
+		if p.Archived != nil {
+			next.Archived = *p.Archived
+		}
+		if next.Title == c.Title && maps.Equal(next.Labels, c.Labels) && next.Archived == c.Archived {
+			return nil
+		}
+		if err := tx.UpdateChatMeta(ctx, &next); err != nil {
+			return fmt.Errorf("update chat meta: %w", err)
+		}
+		if next.Title != c.Title {
+			n.feed = append(n.feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: next})
+		}
+		c = next
+		return nil
+	})
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	s.announce(ctx, n)
+	return c, nil
+}
+
+// DeleteChat removes the owner's chat with its messages, and announces it
+// with a deleted event carrying the chat as it was.
+func (s *Service) DeleteChat(ctx context.Context, owner, id string) error {
+	var c chat.Chat
+	err := s.st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
+			return err
+		}
+		return tx.DeleteChat(ctx, id)
+	})
+	if err != nil {
+		return fmt.Errorf("delete chat %s: %w", id, err)
+	}
+	s.announce(ctx, notice{feed: []events.FeedEvent{{Kind: events.KindDeleted, Chat: c}}})
+	return nil
+}
