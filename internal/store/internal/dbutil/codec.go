@@ -1,0 +1,149 @@
+package dbutil
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// CheckNewChat rejects a chat that InsertChat may not store.
+func CheckNewChat(c *chat.Chat) error {
+	switch {
+	case c.ID == "":
+		return errors.New("chat id is empty")
+	case c.Owner == "":
+		return errors.New("chat owner is empty")
+	case c.Model == "":
+		return errors.New("chat model is empty")
+	case !c.Status.Valid():
+		return fmt.Errorf("chat status %q is not a status", c.Status)
+	}
+	return nil
+}
+
+// CheckTransition refuses a status change the state machine forbids.
+func CheckTransition(t store.Transition) error {
+	if !chat.CanTransition(t.From, t.To) {
+		return &store.IllegalTransitionError{From: t.From, To: t.To}
+	}
+	return nil
+}
+
+// ChatJSON is a chat's JSON columns, encoded.
+type ChatJSON struct {
+	DynamicTools []byte // never null: "[]" when there are none
+	Labels       []byte // never null: "{}" when there are none
+	LastError    []byte // nil (SQL NULL) when there is no error
+}
+
+// EncodeChat encodes the JSON columns of c.
+func EncodeChat(c *chat.Chat) (ChatJSON, error) {
+	var out ChatJSON
+	var err error
+	if out.DynamicTools, err = EncodeTools(c.DynamicTools); err != nil {
+		return out, err
+	}
+	if out.Labels, err = EncodeLabels(c.Labels); err != nil {
+		return out, err
+	}
+	if out.LastError, err = EncodeNullable(c.LastError); err != nil {
+		return out, fmt.Errorf("encode last_error: %w", err)
+	}
+	return out, nil
+}
+
+// EncodeTools encodes dynamic tools; nil becomes "[]".
+func EncodeTools(tools []chat.DynamicTool) ([]byte, error) {
+	if tools == nil {
+		tools = []chat.DynamicTool{}
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return nil, fmt.Errorf("encode dynamic_tools: %w", err)
+	}
+	return b, nil
+}
+
+// EncodeLabels encodes labels; nil becomes "{}".
+func EncodeLabels(labels map[string]string) ([]byte, error) {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		return nil, fmt.Errorf("encode labels: %w", err)
+	}
+	return b, nil
+}
+
+// EncodeParts encodes message parts; nil becomes "[]".
+func EncodeParts(parts []chat.Part) ([]byte, error) {
+	if parts == nil {
+		parts = []chat.Part{}
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return nil, fmt.Errorf("encode parts: %w", err)
+	}
+	return b, nil
+}
+
+// EncodeNullable encodes a pointer as JSON, or nil (SQL NULL) for nil.
+func EncodeNullable[T any](v *T) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return json.Marshal(v)
+}
+
+// DecodeChat fills c's JSON fields from their columns; a NULL or empty
+// last_error leaves LastError nil, and nil tools or labels become empty.
+func DecodeChat(c *chat.Chat, tools, labels, lastError []byte) error {
+	if err := json.Unmarshal(tools, &c.DynamicTools); err != nil {
+		return fmt.Errorf("decode dynamic_tools of chat %s: %w", c.ID, err)
+	}
+	if c.DynamicTools == nil {
+		c.DynamicTools = []chat.DynamicTool{}
+	}
+	if err := json.Unmarshal(labels, &c.Labels); err != nil {
+		return fmt.Errorf("decode labels of chat %s: %w", c.ID, err)
+	}
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.LastError = nil
+	if len(lastError) > 0 && string(lastError) != "null" {
+		c.LastError = new(chat.ChatError)
+		if err := json.Unmarshal(lastError, c.LastError); err != nil {
+			return fmt.Errorf("decode last_error of chat %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}
+
+// DecodeParts decodes message parts; never nil.
+func DecodeParts(b []byte) ([]chat.Part, error) {
+	parts := []chat.Part{}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return nil, fmt.Errorf("decode parts: %w", err)
+	}
+	if parts == nil {
+		parts = []chat.Part{}
+	}
+	return parts, nil
+}
+
+// DecodeUsage decodes a nullable usage column.
+func DecodeUsage(b []byte) (*chat.Usage, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
+	}
+	u := new(chat.Usage)
+	if err := json.Unmarshal(b, u); err != nil {
+		return nil, fmt.Errorf("decode usage: %w", err)
+	}
+	return u, nil
+}

@@ -1,0 +1,41 @@
+package dbutil
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// cursorVersion prefixes every cursor, so a cursor of a future format is
+// told apart instead of misread.
+const cursorVersion = "c1"
+
+// EncodeCursor returns the opaque cursor of the page that starts after the
+// chat with this creation time and id (pages run newest first).
+func EncodeCursor(createdAt time.Time, id string) string {
+	raw := cursorVersion + ":" + strconv.FormatInt(createdAt.UnixMicro(), 10) + ":" + id
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// DecodeCursor reverses EncodeCursor; anything it did not make is
+// store.ErrBadCursor.
+func DecodeCursor(cursor string) (createdAt time.Time, id string, err error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("cursor %q: %w", cursor, store.ErrBadCursor)
+	}
+	version, rest, ok1 := strings.Cut(string(raw), ":")
+	micros, id, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || version != cursorVersion || id == "" {
+		return time.Time{}, "", fmt.Errorf("cursor %q: %w", cursor, store.ErrBadCursor)
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return time.Time{}, "", fmt.Errorf("cursor %q: %w", cursor, store.ErrBadCursor)
+	}
+	return time.UnixMicro(us).UTC(), id, nil
+}

@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// chatColumns are the columns scanChat reads, in its order.
+const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
+	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
+	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
+	interrupt_requested, created_at, updated_at`
+
+// scanChat reads one row of chatColumns.
+func scanChat(row pgx.Row) (chat.Chat, error) {
+	var (
+		c                      chat.Chat
+		status                 string
+		tools, labels, lastErr []byte
+		timeoutMS              int64
+	)
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
+		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
+		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
+		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt)
+	if err != nil {
+		return chat.Chat{}, err
+	}
+	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
+		return chat.Chat{}, err
+	}
+	c.Status = chat.Status(status)
+	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
+	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
+	c.LeaseExpiresAt = dbutil.UTCPtr(c.LeaseExpiresAt)
+	c.CreatedAt = c.CreatedAt.UTC()
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c, nil
+}
+
+func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
+	return r.getChat(ctx, "get chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id)
+}
+
+// getChat reads one chat with query, naming the operation op in errors.
+func (r reader) getChat(ctx context.Context, op, query, id string) (chat.Chat, error) {
+	c, err := scanChat(r.q.QueryRow(ctx, query, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, err)
+	}
+	return c, nil
+}
+
+func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPage, error) {
+	limit := dbutil.PageLimit(q.Limit)
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where = append(where, "owner = "+arg(q.Owner))
+	if len(q.Statuses) > 0 {
+		ss := make([]string, len(q.Statuses))
+		for i, s := range q.Statuses {
+			ss[i] = string(s)
+		}
+		where = append(where, "status = ANY("+arg(ss)+")")
+	}
+	if len(q.Labels) > 0 {
+		labels, err := dbutil.EncodeLabels(q.Labels)
+		if err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+		}
+		where = append(where, "labels @> "+arg(string(labels))+"::jsonb")
+	}
+	if q.Archived != nil {
+		where = append(where, "archived = "+arg(*q.Archived))
+	}
+	if q.Cursor != "" {
+		at, id, err := dbutil.DecodeCursor(q.Cursor)
+		if err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+		}
+		where = append(where, "(created_at, id) < ("+arg(at)+", "+arg(id)+")")
+	}
+	rows, err := r.q.Query(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT `+arg(limit+1), args...)
+	if err != nil {
+		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+	}
+	defer rows.Close()
+	page := store.ChatPage{Chats: []chat.Chat{}}
+	for rows.Next() {
+		c, err := scanChat(rows)
+		if err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+		}
+		page.Chats = append(page.Chats, c)
+	}
+	if err := rows.Err(); err != nil {
+		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+	}
+	if len(page.Chats) > limit {
+		page.Chats = page.Chats[:limit]
+		last := page.Chats[limit-1]
+		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+// LockChat reads the chat with SELECT ... FOR UPDATE: until the transaction
+// ends, other transactions that lock or update the chat wait.
+func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
+	return t.getChat(ctx, "lock chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
+}
+
+func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
+	if err := dbutil.CheckNewChat(c); err != nil {
+		return fmt.Errorf("insert chat: %w", err)
+	}
+	js, err := dbutil.EncodeChat(c)
+	if err != nil {
+		return fmt.Errorf("insert chat %s: %w", c.ID, err)
+	}
+	now := dbutil.Now()
+	// Neither a duplicate id nor an unknown owner raises an error, which
+	// would abort the whole transaction: the insert just does nothing, and
+	// insertRefused says why.
+	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
+		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
+			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
+			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz
+		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
+		ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
+		c.Archived, js.LastError, c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
+		c.ToolResultTimeout.Milliseconds(), dbutil.UTCPtr(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
+		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now)
+	if err != nil {
+		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
+	}
+	c.CreatedAt, c.UpdatedAt = now, now
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.DynamicTools == nil {
+		c.DynamicTools = []chat.DynamicTool{}
+	}
+	return nil
+}
+
+// insertRefused explains an INSERT ... WHERE EXISTS (owner) ON CONFLICT DO
+// NOTHING that inserted nothing: the key exists (ErrExists), or the owner
+// does not (ErrNotFound).
+func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
+	var exists bool
+	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists)
+	switch {
+	case err != nil:
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	case exists:
+		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
+	}
+	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+}
+
+func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
+	labels, err := dbutil.EncodeLabels(c.Labels)
+	if err != nil {
+		return fmt.Errorf("update chat %s: %w", c.ID, err)
+	}
+	now := dbutil.Now()
+	tag, err := t.q.Exec(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, updated_at = $5
+		WHERE id = $1`, c.ID, c.Title, string(labels), c.Archived, now)
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("update chat %s: %w", c.ID, err)
+	}
+	c.UpdatedAt = now
+	return nil
+}
+
+func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition) (chat.Chat, error) {
+	if err := dbutil.CheckTransition(tr); err != nil {
+		return chat.Chat{}, fmt.Errorf("transition chat %s: %w", id, err)
+	}
+	var lastErr []byte
+	if tr.To == chat.Error {
+		var err error
+		if lastErr, err = dbutil.EncodeNullable(tr.LastError); err != nil {
+			return chat.Chat{}, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
+		}
+	}
+	var deadline *time.Time
+	if tr.To == chat.RequiresAction {
+		deadline = dbutil.UTCPtr(tr.ActionDeadline)
+	}
+	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats
+		SET status = $3, last_error = $4, action_deadline = $5, updated_at = $6
+		WHERE id = $1 AND status = $2
+		RETURNING `+chatColumns,
+		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return chat.Chat{}, t.statusConflict(ctx, id, tr)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return c, nil
+}
+
+// statusConflict explains a conditional status update that matched no row.
+func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
+	var status string
+	err := t.q.QueryRow(ctx, `SELECT status FROM chats WHERE id = $1`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+}
+
+func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
+	tag, err := t.q.Exec(ctx, `UPDATE chats SET interrupt_requested = $2 WHERE id = $1`, id, v)
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("set interrupt of chat %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) DeleteChat(ctx context.Context, id string) error {
+	tag, err := t.q.Exec(ctx, `DELETE FROM chats WHERE id = $1`, id)
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("delete chat %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
+	rows, err := r.q.Query(ctx, `SELECT id, chat_id, role, parts, usage, created_at FROM messages
+		WHERE chat_id = $1 AND id > $2 ORDER BY id LIMIT $3`, chatID, after, dbutil.PageLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	defer rows.Close()
+	msgs := []chat.Message{}
+	for rows.Next() {
+		var (
+			m            chat.Message
+			role         string
+			parts, usage []byte
+		)
+		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+		}
+		m.Role = chat.Role(role)
+		m.CreatedAt = m.CreatedAt.UTC()
+		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+		}
+		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	return msgs, nil
+}
+
+func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
+	rows, err := r.q.Query(ctx, `SELECT id, chat_id, parts, created_at FROM queued_messages
+		WHERE chat_id = $1 ORDER BY id`, chatID)
+	if err != nil {
+		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+	}
+	defer rows.Close()
+	qs := []chat.QueuedMessage{}
+	for rows.Next() {
+		var (
+			q     chat.QueuedMessage
+			parts []byte
+		)
+		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &q.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+		}
+		q.CreatedAt = q.CreatedAt.UTC()
+		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
+		}
+		qs = append(qs, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+	}
+	return qs, nil
+}
+
+// lockForAppend locks the chat's row against other appends until the
+// transaction ends (FOR NO KEY UPDATE: plain foreign-key checks still pass),
+// so that ids, taken from one sequence for all chats, are handed out in
+// commit order within a chat and a reader paging with "after" never skips an
+// id that commits late. It answers store.ErrNotFound for a missing chat.
+func (t *tx) lockForAppend(ctx context.Context, chatID string) error {
+	var one int
+	err := t.q.QueryRow(ctx, `SELECT 1 FROM chats WHERE id = $1 FOR NO KEY UPDATE`, chatID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
+	parts, err := dbutil.EncodeParts(m.Parts)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+	}
+	usage, err := dbutil.EncodeNullable(m.Usage)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
+	}
+	now := dbutil.Now()
+	if m.Usage != nil {
+		// The update takes the same row lock as lockForAppend.
+		tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
+			usage_output_tokens = usage_output_tokens + $3, usage_cost_micros = usage_cost_micros + $4,
+			updated_at = $5 WHERE id = $1`,
+			m.ChatID, m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CostMicros, now)
+		if err := oneRow(tag, err); err != nil {
+			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+		}
+	} else if err := t.lockForAppend(ctx, m.ChatID); err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+	}
+	err = t.q.QueryRow(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+		m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
+	}
+	m.CreatedAt = now
+	return nil
+}
+
+func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
+	parts, err := dbutil.EncodeParts(q.Parts)
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
+	}
+	if err := t.lockForAppend(ctx, q.ChatID); err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
+	}
+	now := dbutil.Now()
+	err = t.q.QueryRow(ctx, `INSERT INTO queued_messages (chat_id, parts, created_at)
+		VALUES ($1, $2, $3) RETURNING id`, q.ChatID, parts, now).Scan(&q.ID)
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, classify(err))
+	}
+	q.CreatedAt = now
+	return nil
+}
+
+func (t *tx) DeleteQueued(ctx context.Context, id int64) error {
+	tag, err := t.q.Exec(ctx, `DELETE FROM queued_messages WHERE id = $1`, id)
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("delete queued message %d: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+// Package postgres is the scale-out store.Store: any number of parley
+// replicas share one PostgreSQL database through a pgx connection pool.
+//
+// Transactions run at READ COMMITTED. LockChat takes the chat's row lock
+// (SELECT ... FOR UPDATE) and conditional updates re-check their condition
+// after waiting for a lock, so flows that lock first are serialized per chat.
+// InTx retries a transaction that failed on a serialization failure or a
+// deadlock.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// maxAttempts bounds how often InTx runs fn when the database asks for a
+// retry.
+const maxAttempts = 5
+
+// Store is the PostgreSQL store.Store.
+type Store struct {
+	reader
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects a pool to the database of dsn (a postgres:// URL or
+// key=value string; pool settings such as pool_max_conns may be part of it)
+// and checks that it answers. It does not migrate: call Migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres %s: %w", cfg.ConnConfig.Host, err)
+	}
+	s := &Store{reader: reader{q: pool}, pool: pool}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pool returns the connection pool, for the PostgreSQL pubsub to share.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// InTx runs fn in one transaction, and again (up to maxAttempts in all) when
+// the transaction fails with a serialization failure or a deadlock.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.runTx(ctx, fn)
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+		// A short, growing, jittered pause lets the competing transaction
+		// finish before this one runs again.
+		pause := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// runTx is one attempt of InTx.
+func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	pgTx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	rollback := func() error {
+		// The rollback must happen even when ctx is what failed fn.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return pgTx.Rollback(ctx)
+	}
+	// Should fn panic, this gives the connection back; after a commit or
+	// rollback it does nothing.
+	defer rollback()
+	if err := fn(&tx{reader{q: pgTx}}); err != nil {
+		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
+		}
+		return err
+	}
+	if err := pgTx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a failure that running the transaction
+// again may cure: serialization_failure (40001) or deadlock_detected (40P01).
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// querier is what reader needs of the pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// reader runs the store.Reader queries on the pool or inside a transaction.
+type reader struct{ q querier }
+
+// tx is the store.Tx of one InTx attempt.
+type tx struct{ reader }
+
+var _ store.Tx = (*tx)(nil)

@@ -1,0 +1,160 @@
+package postgres_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/postgres"
+	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
+)
+
+// open connects a store to dsn and closes it when t ends.
+func open(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openMigrated opens a migrated store on a fresh schema.
+func openMigrated(t *testing.T) *postgres.Store {
+	t.Helper()
+	s := open(t, pgtest.DSN(t))
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	pgtest.Require(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return openMigrated(t) })
+}
+
+func TestMigrateTwiceIsNoOp(t *testing.T) {
+	s := openMigrated(t)
+	inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), "alice"); return err })
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if n, err := s.CountOwners(t.Context()); err != nil || n != 1 {
+		t.Fatalf("after the second Migrate: %d owners, %v", n, err)
+	}
+}
+
+// TestConcurrentMigrate: replicas starting together on an empty schema all
+// migrate without error.
+func TestConcurrentMigrate(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const replicas = 3
+	stores := make([]*postgres.Store, replicas)
+	for i := range stores {
+		stores[i] = open(t, dsn)
+	}
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() { errs[i] = s.Migrate(t.Context()) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: Migrate: %v", i, err)
+		}
+	}
+	inTx(t, stores[0], func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), "alice"); return err })
+	if n, err := stores[1].CountOwners(t.Context()); err != nil || n != 1 {
+		t.Fatalf("replicas disagree: %d owners, %v", n, err)
+	}
+}
+
+func TestPubsubPayloadsTable(t *testing.T) {
+	s := openMigrated(t)
+	var id int64
+	err := s.Pool().QueryRow(t.Context(), `INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id`, []byte("x")).Scan(&id)
+	if err != nil || id == 0 {
+		t.Fatalf("insert into pubsub_payloads: id %d, %v", id, err)
+	}
+}
+
+// TestInTxRetriesDeadlock: two transactions that lock two chats in opposite
+// orders deadlock; PostgreSQL aborts one, and InTx runs it again, so both
+// succeed.
+func TestInTxRetriesDeadlock(t *testing.T) {
+	s := openMigrated(t)
+	inTx(t, s, func(tx store.Tx) error {
+		if _, err := tx.CreateOwner(t.Context(), "alice"); err != nil {
+			return err
+		}
+		for _, id := range []string{"a", "b"} {
+			c := chat.Chat{ID: id, Owner: "alice", Model: "m", Status: chat.Waiting}
+			if err := tx.InsertChat(t.Context(), &c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var attempts atomic.Int32
+	var bothLocked sync.WaitGroup
+	bothLocked.Add(2)
+	run := func(first, second string) error {
+		firstAttempt := true
+		return s.InTx(t.Context(), func(tx store.Tx) error {
+			attempts.Add(1)
+			if _, err := tx.LockChat(t.Context(), first); err != nil {
+				return err
+			}
+			if firstAttempt {
+				// Both hold their first lock before either asks for its second.
+				firstAttempt = false
+				bothLocked.Done()
+				bothLocked.Wait()
+			}
+			_, err := tx.LockChat(t.Context(), second)
+			return err
+		})
+	}
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Go(func() { errA = run("a", "b") })
+	wg.Go(func() { errB = run("b", "a") })
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("transactions still blocked after 20s")
+	}
+	if errA != nil || errB != nil {
+		t.Fatalf("InTx: %v / %v; want both to succeed after a retry", errA, errB)
+	}
+	if n := attempts.Load(); n != 3 {
+		t.Fatalf("%d attempts, want 3 (one deadlock victim retried once)", n)
+	}
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	_, err := postgres.Open(t.Context(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	if err == nil {
+		t.Fatal("Open of an unreachable database: no error")
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unexpected store error: %v", err)
+	}
+}
+
+func inTx(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := s.InTx(t.Context(), fn); err != nil {
+		t.Fatal(err)
+	}
+}

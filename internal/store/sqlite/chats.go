@@ -1,0 +1,275 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// chatColumns are the columns scanChat reads, in its order.
+const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
+	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
+	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
+	interrupt_requested, created_at, updated_at`
+
+// scanChat reads one row of chatColumns.
+func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
+	var (
+		c                           chat.Chat
+		tools, labels, lastErr      []byte
+		timeoutMS, created, updated int64
+		deadline, leaseExpires      sql.NullInt64
+	)
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
+		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
+		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
+		&c.InterruptRequested, &created, &updated)
+	if err != nil {
+		return chat.Chat{}, err
+	}
+	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
+		return chat.Chat{}, err
+	}
+	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
+	c.ActionDeadline = nullTime(deadline)
+	c.LeaseExpiresAt = nullTime(leaseExpires)
+	c.CreatedAt = dbutil.FromMicros(created)
+	c.UpdatedAt = dbutil.FromMicros(updated)
+	return c, nil
+}
+
+// nullTime converts a nullable microsecond column.
+func nullTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := dbutil.FromMicros(v.Int64)
+	return &t
+}
+
+// nullMicros converts a nullable time for a microsecond column.
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: dbutil.Micros(*t), Valid: true}
+}
+
+func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
+	c, err := scanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPage, error) {
+	limit := dbutil.PageLimit(q.Limit)
+	where := []string{"owner = ?"}
+	args := []any{q.Owner}
+	if len(q.Statuses) > 0 {
+		where = append(where, "status IN (?"+strings.Repeat(", ?", len(q.Statuses)-1)+")")
+		for _, s := range q.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	for k, v := range q.Labels {
+		where = append(where, "EXISTS (SELECT 1 FROM json_each(chats.labels) AS l WHERE l.key = ? AND l.type = 'text' AND l.value = ?)")
+		args = append(args, k, v)
+	}
+	if q.Archived != nil {
+		where = append(where, "archived = ?")
+		args = append(args, *q.Archived)
+	}
+	if q.Cursor != "" {
+		at, id, err := dbutil.DecodeCursor(q.Cursor)
+		if err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+		}
+		where = append(where, "(created_at, id) < (?, ?)")
+		args = append(args, dbutil.Micros(at), id)
+	}
+	args = append(args, limit+1)
+	rows, err := r.q.QueryContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+	}
+	defer rows.Close()
+	page := store.ChatPage{Chats: []chat.Chat{}}
+	for rows.Next() {
+		c, err := scanChat(rows)
+		if err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+		}
+		page.Chats = append(page.Chats, c)
+	}
+	if err := rows.Err(); err != nil {
+		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
+	}
+	if len(page.Chats) > limit {
+		page.Chats = page.Chats[:limit]
+		last := page.Chats[limit-1]
+		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+// LockChat reads the chat; the BEGIN IMMEDIATE transaction already excludes
+// every other writer.
+func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
+	c, err := t.GetChat(ctx, id)
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("lock chat: %w", err)
+	}
+	return c, nil
+}
+
+func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
+	if err := dbutil.CheckNewChat(c); err != nil {
+		return fmt.Errorf("insert chat: %w", err)
+	}
+	js, err := dbutil.EncodeChat(c)
+	if err != nil {
+		return fmt.Errorf("insert chat %s: %w", c.ID, err)
+	}
+	now := dbutil.Now()
+	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
+		ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
+		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
+		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
+		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now),
+		c.Owner)
+	if err != nil {
+		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("insert chat %s: %w", c.ID, err)
+	} else if n == 0 {
+		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
+	}
+	c.CreatedAt, c.UpdatedAt = now, now
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.DynamicTools == nil {
+		c.DynamicTools = []chat.DynamicTool{}
+	}
+	return nil
+}
+
+// insertRefused explains an INSERT ... WHERE EXISTS (owner) ON CONFLICT DO
+// NOTHING that inserted nothing: the key exists (ErrExists), or the owner
+// does not (ErrNotFound).
+func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
+	var exists bool
+	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)`, id).Scan(&exists)
+	switch {
+	case err != nil:
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	case exists:
+		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
+	}
+	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+}
+
+func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
+	labels, err := dbutil.EncodeLabels(c.Labels)
+	if err != nil {
+		return fmt.Errorf("update chat %s: %w", c.ID, err)
+	}
+	now := dbutil.Now()
+	res, err := t.q.ExecContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, updated_at = ? WHERE id = ?`,
+		c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("update chat %s: %w", c.ID, err)
+	}
+	c.UpdatedAt = now
+	return nil
+}
+
+func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition) (chat.Chat, error) {
+	if err := dbutil.CheckTransition(tr); err != nil {
+		return chat.Chat{}, fmt.Errorf("transition chat %s: %w", id, err)
+	}
+	var lastErr []byte
+	if tr.To == chat.Error {
+		var err error
+		if lastErr, err = dbutil.EncodeNullable(tr.LastError); err != nil {
+			return chat.Chat{}, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
+		}
+	}
+	var deadline sql.NullInt64
+	if tr.To == chat.RequiresAction {
+		deadline = nullMicros(tr.ActionDeadline)
+	}
+	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
+		SET status = ?, last_error = ?, action_deadline = ?, updated_at = ?
+		WHERE id = ? AND status = ?
+		RETURNING `+chatColumns,
+		string(tr.To), text(lastErr), deadline, dbutil.Micros(dbutil.Now()), id, string(tr.From)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return chat.Chat{}, t.statusConflict(ctx, id, tr)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return c, nil
+}
+
+// statusConflict explains a conditional status update that matched no row.
+func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
+	var status string
+	err := t.q.QueryRowContext(ctx, `SELECT status FROM chats WHERE id = ?`, id).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+}
+
+func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
+	res, err := t.q.ExecContext(ctx, `UPDATE chats SET interrupt_requested = ? WHERE id = ?`, v, id)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("set interrupt of chat %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) DeleteChat(ctx context.Context, id string) error {
+	res, err := t.q.ExecContext(ctx, `DELETE FROM chats WHERE id = ?`, id)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("delete chat %s: %w", id, err)
+	}
+	return nil
+}
+
+// oneRow checks that a statement changed a row: store.ErrNotFound if none.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return classify(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, role, parts, usage, created_at FROM messages
+		WHERE chat_id = ? AND id > ? ORDER BY id LIMIT ?`, chatID, after, dbutil.PageLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	defer rows.Close()
+	msgs := []chat.Message{}
+	for rows.Next() {
+		var (
+			m            chat.Message
+			parts, usage []byte
+			created      int64
+		)
+		if err := rows.Scan(&m.ID, &m.ChatID, &m.Role, &parts, &usage, &created); err != nil {
+			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+		}
+		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+		}
+		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
+			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+		}
+		m.CreatedAt = dbutil.FromMicros(created)
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	return msgs, nil
+}
+
+func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, parts, created_at FROM queued_messages
+		WHERE chat_id = ? ORDER BY id`, chatID)
+	if err != nil {
+		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+	}
+	defer rows.Close()
+	qs := []chat.QueuedMessage{}
+	for rows.Next() {
+		var (
+			q       chat.QueuedMessage
+			parts   []byte
+			created int64
+		)
+		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &created); err != nil {
+			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+		}
+		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
+		}
+		q.CreatedAt = dbutil.FromMicros(created)
+		qs = append(qs, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
+	}
+	return qs, nil
+}
+
+func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
+	parts, err := dbutil.EncodeParts(m.Parts)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+	}
+	usage, err := dbutil.EncodeNullable(m.Usage)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
+	}
+	now := dbutil.Now()
+	if m.Usage != nil {
+		res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
+			usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
+			updated_at = ? WHERE id = ?`,
+			m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CostMicros, dbutil.Micros(now), m.ChatID)
+		if err := oneRow(res, err); err != nil {
+			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+		}
+	} else {
+		var exists bool
+		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chats WHERE id = ?)`, m.ChatID).Scan(&exists); err != nil {
+			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+		}
+		if !exists {
+			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, store.ErrNotFound)
+		}
+	}
+	err = t.q.QueryRowContext(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now)).Scan(&m.ID)
+	if err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
+	}
+	m.CreatedAt = now
+	return nil
+}
+
+func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
+	parts, err := dbutil.EncodeParts(q.Parts)
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
+	}
+	now := dbutil.Now()
+	err = t.q.QueryRowContext(ctx, `INSERT INTO queued_messages (chat_id, parts, created_at)
+		SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM chats WHERE id = ?) RETURNING id`,
+		q.ChatID, text(parts), dbutil.Micros(now), q.ChatID).Scan(&q.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, classify(err))
+	}
+	q.CreatedAt = now
+	return nil
+}
+
+func (t *tx) DeleteQueued(ctx context.Context, id int64) error {
+	res, err := t.q.ExecContext(ctx, `DELETE FROM queued_messages WHERE id = ?`, id)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("delete queued message %d: %w", id, err)
+	}
+	return nil
+}

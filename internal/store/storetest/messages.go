@@ -1,0 +1,259 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+var messageTests = map[string]func(*testing.T, opener){
+	"InsertAndListRoundTrip": testMessagesRoundTrip,
+	"IDsIncreaseAndAfter":    testMessageIDs,
+	"Limit":                  testMessagesLimit,
+	"UsageAddsToChat":        testMessageUsage,
+	"UnknownChat":            testMessageUnknownChat,
+}
+
+var queuedTests = map[string]func(*testing.T, opener){
+	"ArrivalOrderAndDelete": testQueued,
+	"UnknownChat":           testQueuedUnknownChat,
+}
+
+// listMessages lists a chat's messages and fails the test on error.
+func listMessages(t *testing.T, s store.Reader, chatID string, after int64, limit int) []chat.Message {
+	t.Helper()
+	msgs, err := s.ListMessages(t.Context(), chatID, after, limit)
+	if err != nil {
+		t.Fatalf("ListMessages(%s, after %d, limit %d): %v", chatID, after, limit, err)
+	}
+	return msgs
+}
+
+// listQueued lists a chat's queued messages and fails the test on error.
+func listQueued(t *testing.T, s store.Reader, chatID string) []chat.QueuedMessage {
+	t.Helper()
+	qs, err := s.ListQueued(t.Context(), chatID)
+	if err != nil {
+		t.Fatalf("ListQueued(%s): %v", chatID, err)
+	}
+	return qs
+}
+
+// appendMessage inserts m in a transaction of its own and returns it as
+// InsertMessage left it.
+func appendMessage(t *testing.T, s store.Store, m chat.Message) chat.Message {
+	t.Helper()
+	inTx(t, s, func(tx store.Tx) error { return tx.InsertMessage(t.Context(), &m) })
+	return m
+}
+
+func textMessage(chatID, text string) chat.Message {
+	return chat.Message{ChatID: chatID, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(text)}}
+}
+
+func testMessagesRoundTrip(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	before := now()
+	in := []chat.Message{
+		textMessage(c.ID, "What is the weather in Paris?"),
+		{ChatID: c.ID, Role: chat.RoleAssistant, Usage: &chat.Usage{InputTokens: 5, OutputTokens: 7, CostMicros: 11}, Parts: []chat.Part{
+			{Type: chat.PartReasoning, Text: "The user wants weather."},
+			{Type: chat.PartText, Text: "Let me look."},
+			// Arguments keep their bytes, key order included.
+			{Type: chat.PartToolCall, ToolCallID: "call_1", ToolName: "get_weather", Args: json.RawMessage(`{"z":1,"city":"Paris"}`)},
+		}},
+		{ChatID: c.ID, Role: chat.RoleTool, Parts: []chat.Part{
+			{Type: chat.PartToolResult, ToolCallID: "call_1", ToolName: "get_weather", Output: json.RawMessage(`{"temp":21,"sky":"clear"}`)},
+			{Type: chat.PartToolResult, ToolCallID: "call_2", ToolName: "x", Output: json.RawMessage(`"no result before deadline"`), IsError: true},
+		}},
+	}
+	var want []chat.Message
+	for _, m := range in {
+		m = appendMessage(t, s, m)
+		if m.ID == 0 || m.CreatedAt.Before(before) || m.CreatedAt.After(now()) || m.CreatedAt.Location() != time.UTC {
+			t.Fatalf("InsertMessage set ID %d, CreatedAt %v", m.ID, m.CreatedAt)
+		}
+		want = append(want, m)
+	}
+	wantEqual(t, "ListMessages", listMessages(t, s, c.ID, 0, 0), want)
+	inTx(t, s, func(tx store.Tx) error {
+		got, err := tx.ListMessages(t.Context(), c.ID, 0, 0)
+		wantEqual(t, "Tx.ListMessages", got, want)
+		return err
+	})
+	if got := listMessages(t, s, "other-chat", 0, 0); got == nil || len(got) != 0 {
+		t.Fatalf("messages of an unknown chat: %#v, want an empty slice", got)
+	}
+	// Parts are never null, even when none were given.
+	empty := appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant})
+	if got := listMessages(t, s, c.ID, want[2].ID, 0); len(got) != 1 || got[0].ID != empty.ID || got[0].Parts == nil || got[0].Usage != nil {
+		t.Fatalf("message without parts came back as %+v", got)
+	}
+}
+
+func testMessageIDs(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	a := addChat(t, s, chat.Chat{})
+	b := addChat(t, s, chat.Chat{})
+	var mine []int64
+	for i := range 6 {
+		// Interleave two chats and both ways of inserting (alone, several
+		// in one transaction).
+		chatID := a.ID
+		if i%3 == 2 {
+			chatID = b.ID
+		}
+		if i%2 == 0 {
+			m := appendMessage(t, s, textMessage(chatID, "one"))
+			if chatID == a.ID {
+				mine = append(mine, m.ID)
+			}
+			continue
+		}
+		inTx(t, s, func(tx store.Tx) error {
+			for range 2 {
+				m := textMessage(chatID, "two")
+				if err := tx.InsertMessage(t.Context(), &m); err != nil {
+					return err
+				}
+				if chatID == a.ID {
+					mine = append(mine, m.ID)
+				}
+			}
+			return nil
+		})
+	}
+	for i := 1; i < len(mine); i++ {
+		if mine[i] <= mine[i-1] {
+			t.Fatalf("ids do not increase: %v", mine)
+		}
+	}
+	msgs := listMessages(t, s, a.ID, 0, 0)
+	got := make([]int64, len(msgs))
+	for i, m := range msgs {
+		got[i] = m.ID
+	}
+	wantEqual(t, "listed ids", got, mine)
+	for i, id := range mine {
+		wantEqual(t, "after", idsOf(listMessages(t, s, a.ID, id, 0)), mine[i+1:])
+	}
+	wantEqual(t, "after 0, limit 2", idsOf(listMessages(t, s, a.ID, 0, 2)), mine[:2])
+	wantEqual(t, "after 2nd, limit 2", idsOf(listMessages(t, s, a.ID, mine[1], 2)), mine[2:4])
+}
+
+func idsOf(msgs []chat.Message) []int64 {
+	out := []int64{}
+	for _, m := range msgs {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+func testMessagesLimit(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	inTx(t, s, func(tx store.Tx) error {
+		for range store.MaxPageSize + 1 {
+			m := textMessage(c.ID, "x")
+			if err := tx.InsertMessage(t.Context(), &m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, tc := range []struct{ limit, want int }{
+		{1, 1}, {7, 7}, {0, 50}, {-1, 1}, {store.MaxPageSize, store.MaxPageSize}, {store.MaxPageSize + 1, store.MaxPageSize},
+	} {
+		if got := len(listMessages(t, s, c.ID, 0, tc.limit)); got != tc.want {
+			t.Fatalf("limit %d: %d messages, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
+
+func testMessageUsage(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Usage: chat.Usage{InputTokens: 1, OutputTokens: 2, CostMicros: 3}})
+	mark := clockPast(t, c.UpdatedAt)
+	appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Usage: &chat.Usage{InputTokens: 10, OutputTokens: 20, CostMicros: 30}})
+	got := getChat(t, s, c.ID)
+	wantEqual(t, "usage", got.Usage, chat.Usage{InputTokens: 11, OutputTokens: 22, CostMicros: 33})
+	if got.UpdatedAt.Before(mark) {
+		t.Fatalf("UpdatedAt = %v, not bumped past %v", got.UpdatedAt, mark)
+	}
+	inTx(t, s, func(tx store.Tx) error {
+		for _, u := range []*chat.Usage{{InputTokens: 100}, nil, {OutputTokens: 200, CostMicros: 300}} {
+			m := chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Usage: u}
+			if err := tx.InsertMessage(t.Context(), &m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	wantEqual(t, "usage", getChat(t, s, c.ID).Usage, chat.Usage{InputTokens: 111, OutputTokens: 222, CostMicros: 333})
+	msgs := listMessages(t, s, c.ID, 0, 0)
+	if msgs[2].Usage != nil || *msgs[3].Usage != (chat.Usage{OutputTokens: 200, CostMicros: 300}) {
+		t.Fatalf("message usage did not round-trip: %+v, %+v", msgs[2].Usage, msgs[3].Usage)
+	}
+}
+
+func testMessageUnknownChat(t *testing.T, open opener) {
+	s := open(t)
+	for _, u := range []*chat.Usage{nil, {InputTokens: 1}} {
+		err := txErr(t, s, func(tx store.Tx) error {
+			m := chat.Message{ChatID: "missing", Role: chat.RoleUser, Usage: u, Parts: []chat.Part{chat.TextPart("x")}}
+			return tx.InsertMessage(t.Context(), &m)
+		})
+		wantErr(t, "InsertMessage into a missing chat", err, store.ErrNotFound)
+	}
+}
+
+func testQueued(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	other := addChat(t, s, chat.Chat{})
+	before := now()
+	var want []chat.QueuedMessage
+	for i, text := range []string{"first", "second", "third", "fourth"} {
+		chatID := c.ID
+		if i == 2 {
+			chatID = other.ID
+		}
+		q := chat.QueuedMessage{ChatID: chatID, Parts: []chat.Part{chat.TextPart(text), {Type: chat.PartText, Text: "+"}}}
+		inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
+		if q.ID == 0 || q.CreatedAt.Before(before) || q.CreatedAt.Location() != time.UTC {
+			t.Fatalf("InsertQueued set ID %d, CreatedAt %v", q.ID, q.CreatedAt)
+		}
+		if chatID == c.ID {
+			want = append(want, q)
+		}
+	}
+	wantEqual(t, "ListQueued", listQueued(t, s, c.ID), want)
+
+	inTx(t, s, func(tx store.Tx) error { return tx.DeleteQueued(t.Context(), want[1].ID) })
+	wantEqual(t, "after DeleteQueued", listQueued(t, s, c.ID), []chat.QueuedMessage{want[0], want[2]})
+	if len(listQueued(t, s, other.ID)) != 1 {
+		t.Fatal("DeleteQueued touched another chat")
+	}
+	err := txErr(t, s, func(tx store.Tx) error { return tx.DeleteQueued(t.Context(), want[1].ID) })
+	wantErr(t, "DeleteQueued twice", err, store.ErrNotFound)
+	if got := listQueued(t, s, "missing"); got == nil || len(got) != 0 {
+		t.Fatalf("queued messages of an unknown chat: %#v, want an empty slice", got)
+	}
+}
+
+func testQueuedUnknownChat(t *testing.T, open opener) {
+	s := open(t)
+	err := txErr(t, s, func(tx store.Tx) error {
+		return tx.InsertQueued(t.Context(), &chat.QueuedMessage{ChatID: "missing", Parts: []chat.Part{chat.TextPart("x")}})
+	})
+	wantErr(t, "InsertQueued into a missing chat", err, store.ErrNotFound)
+}

@@ -1,0 +1,180 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+var transitionTests = map[string]func(*testing.T, opener){
+	"EveryPair":             testEveryPair,
+	"StatusConflict":        testStatusConflict,
+	"Missing":               testTransitionMissing,
+	"LastErrorColumn":       testLastErrorColumn,
+	"ActionDeadlineColumn":  testActionDeadlineColumn,
+	"BumpsUpdatedAt":        testTransitionBumpsUpdatedAt,
+	"ReturnsChatAfter":      testTransitionReturnsChat,
+	"IllegalBeforeConflict": testIllegalBeforeConflict,
+}
+
+// testEveryPair walks every pair of statuses: a legal change happens, an
+// illegal one is refused with IllegalTransitionError and changes nothing.
+func testEveryPair(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	for _, from := range chat.Statuses {
+		for _, to := range chat.Statuses {
+			c := addChat(t, s, chat.Chat{Status: from})
+			var got chat.Chat
+			err := txErr(t, s, func(tx store.Tx) error {
+				var err error
+				got, err = tx.TransitionChat(t.Context(), c.ID, store.Transition{From: from, To: to})
+				return err
+			})
+			if chat.CanTransition(from, to) {
+				if err != nil {
+					t.Fatalf("%s -> %s: %v", from, to, err)
+				}
+				if got.Status != to || getChat(t, s, c.ID).Status != to {
+					t.Fatalf("%s -> %s: status %s after the change", from, to, got.Status)
+				}
+				continue
+			}
+			var ill *store.IllegalTransitionError
+			if !errors.As(err, &ill) || ill.From != from || ill.To != to {
+				t.Fatalf("%s -> %s: got %v, want IllegalTransitionError", from, to, err)
+			}
+			if st := getChat(t, s, c.ID).Status; st != from {
+				t.Fatalf("%s -> %s refused, yet status is now %s", from, to, st)
+			}
+		}
+	}
+}
+
+// transition changes a chat's status in a transaction of its own.
+func transition(t *testing.T, s store.Store, id string, tr store.Transition) (chat.Chat, error) {
+	t.Helper()
+	var c chat.Chat
+	err := txErr(t, s, func(tx store.Tx) error {
+		var err error
+		c, err = tx.TransitionChat(t.Context(), id, tr)
+		return err
+	})
+	return c, err
+}
+
+// mustTransition is transition that fails the test on error.
+func mustTransition(t *testing.T, s store.Store, id string, tr store.Transition) chat.Chat {
+	t.Helper()
+	c, err := transition(t, s, id, tr)
+	if err != nil {
+		t.Fatalf("TransitionChat %s -> %s: %v", tr.From, tr.To, err)
+	}
+	return c
+}
+
+func testStatusConflict(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Waiting})
+	_, err := transition(t, s, c.ID, store.Transition{From: chat.Pending, To: chat.Running})
+	var sc *store.StatusConflictError
+	if !errors.As(err, &sc) || sc.Status != chat.Waiting || sc.ChatID != c.ID {
+		t.Fatalf("got %v, want StatusConflictError{%s, waiting}", err, c.ID)
+	}
+	wantEqual(t, "chat after a conflict", getChat(t, s, c.ID), c)
+}
+
+func testTransitionMissing(t *testing.T, open opener) {
+	s := open(t)
+	_, err := transition(t, s, "missing", store.Transition{From: chat.Waiting, To: chat.Pending})
+	wantErr(t, "TransitionChat missing", err, store.ErrNotFound)
+}
+
+// testIllegalBeforeConflict: an illegal change is refused as such even when
+// the chat is in another status, or does not exist.
+func testIllegalBeforeConflict(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Running})
+	for _, id := range []string{c.ID, "missing"} {
+		_, err := transition(t, s, id, store.Transition{From: chat.Waiting, To: chat.Error})
+		var ill *store.IllegalTransitionError
+		if !errors.As(err, &ill) {
+			t.Fatalf("chat %s: got %v, want IllegalTransitionError", id, err)
+		}
+	}
+}
+
+func testLastErrorColumn(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Running})
+	cerr := &chat.ChatError{Kind: "source", Message: "lua: boom", Source: "weather", Retryable: false}
+
+	// Only a change to error writes it.
+	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Running, LastError: cerr})
+	if got.LastError != nil {
+		t.Fatalf("running -> running wrote last_error %+v", got.LastError)
+	}
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Error, LastError: cerr})
+	wantEqual(t, "last_error after -> error", got.LastError, cerr)
+	wantEqual(t, "stored last_error", getChat(t, s, c.ID).LastError, cerr)
+
+	// Any other status clears it.
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.Error, To: chat.Pending, LastError: cerr})
+	if got.LastError != nil || getChat(t, s, c.ID).LastError != nil {
+		t.Fatalf("error -> pending kept last_error %+v", got.LastError)
+	}
+}
+
+func testActionDeadlineColumn(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Running})
+	deadline := time.Date(2031, 5, 6, 7, 8, 9, 987654321, time.FixedZone("X", -7200))
+	want := deadline.UTC().Truncate(time.Microsecond)
+
+	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Running, ActionDeadline: &deadline})
+	if got.ActionDeadline != nil {
+		t.Fatalf("running -> running wrote action_deadline %v", got.ActionDeadline)
+	}
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.RequiresAction, ActionDeadline: &deadline})
+	wantEqual(t, "action_deadline", got.ActionDeadline, &want)
+	wantEqual(t, "stored action_deadline", getChat(t, s, c.ID).ActionDeadline, &want)
+
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.RequiresAction, To: chat.Pending, ActionDeadline: &deadline})
+	if got.ActionDeadline != nil || getChat(t, s, c.ID).ActionDeadline != nil {
+		t.Fatalf("requires_action -> pending kept action_deadline %v", got.ActionDeadline)
+	}
+}
+
+func testTransitionBumpsUpdatedAt(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Waiting})
+	mark := clockPast(t, c.UpdatedAt)
+	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Waiting, To: chat.Pending})
+	if got.UpdatedAt.Before(mark) || !getChat(t, s, c.ID).UpdatedAt.Equal(got.UpdatedAt) {
+		t.Fatalf("UpdatedAt = %v, not bumped past %v", got.UpdatedAt, mark)
+	}
+	if !got.CreatedAt.Equal(c.CreatedAt) {
+		t.Fatalf("CreatedAt changed: %v -> %v", c.CreatedAt, got.CreatedAt)
+	}
+}
+
+func testTransitionReturnsChat(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	full := fullChat()
+	full.Status = chat.Running
+	c := addChat(t, s, full)
+	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting})
+	want := stored(c)
+	want.Status, want.LastError, want.ActionDeadline, want.UpdatedAt = chat.Waiting, nil, nil, got.UpdatedAt
+	wantEqual(t, "returned chat", got, want)
+	wantEqual(t, "stored chat", getChat(t, s, c.ID), want)
+}
