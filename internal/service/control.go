@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -15,10 +16,10 @@ import (
 func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, error) {
 	var (
 		c chat.Chat
-		n notice
+		n events.Notice
 	)
 	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = notice{}
+		n = events.Notice{}
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -26,19 +27,19 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 		before := c.Status
 		switch c.Status {
 		case chat.Running:
-			if err := tx.SetInterruptRequested(ctx, id, true); err != nil {
-				return fmt.Errorf("request interrupt: %w", err)
+			if err := requestInterrupt(ctx, tx, id, &n); err != nil {
+				return err
 			}
 			c.InterruptRequested = true
 		case chat.RequiresAction, chat.Pending:
-			if err := cancelOpenCalls(ctx, tx, id, ReasonInterrupted); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, ReasonInterrupted, &n); err != nil {
 				return err
 			}
 			if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Waiting}); err != nil {
 				return fmt.Errorf("chat %s to waiting: %w", id, err)
 			}
 		}
-		n.statusChanged(before, c)
+		n.StatusChanged(before, c)
 		return nil
 	})
 	if err != nil {
@@ -53,10 +54,10 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error) {
 	var (
 		c chat.Chat
-		n notice
+		n events.Notice
 	)
 	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = notice{}
+		n = events.Notice{}
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -68,7 +69,7 @@ func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error
 		if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending}); err != nil {
 			return fmt.Errorf("chat %s to pending: %w", id, err)
 		}
-		n.statusChanged(before, c)
+		n.StatusChanged(before, c)
 		return nil
 	})
 	if err != nil {
@@ -76,4 +77,15 @@ func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error
 	}
 	s.announce(ctx, n)
 	return c, nil
+}
+
+// requestInterrupt flags a running chat for interruption and tells its
+// worker at once through the chat's control topic; the flag is the durable
+// fallback the worker sees on its next lease renewal.
+func requestInterrupt(ctx context.Context, tx store.Tx, id string, n *events.Notice) error {
+	if err := tx.SetInterruptRequested(ctx, id, true); err != nil {
+		return fmt.Errorf("request interrupt: %w", err)
+	}
+	n.Control = append(n.Control, events.ControlFor{ChatID: id, Msg: events.Control{Kind: events.ControlInterrupt}})
+	return nil
 }

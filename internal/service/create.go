@@ -62,9 +62,9 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("create chat: %w", err)
 	}
-	s.announce(ctx, notice{
-		feed: []events.FeedEvent{{Kind: events.KindCreated, Chat: c}},
-		wake: c.Status == chat.Pending,
+	s.announce(ctx, events.Notice{
+		Feed: []events.FeedEvent{{Kind: events.KindCreated, Chat: c}},
+		Wake: c.Status == chat.Pending,
 	})
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -45,10 +46,10 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 	}
 	var (
 		res PostResult
-		n   notice
+		n   events.Notice
 	)
 	err = s.st.InTx(ctx, func(tx store.Tx) error {
-		res, n = PostResult{}, notice{}
+		res, n = PostResult{}, events.Notice{}
 		c, err := lockOwned(ctx, tx, owner, id)
 		if err != nil {
 			return err
@@ -56,10 +57,10 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		before := c.Status
 		switch {
 		case !c.Status.Busy():
-			if err := promoteQueued(ctx, tx, id); err != nil {
+			if _, err := PromoteQueued(ctx, tx, id, &n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts); err != nil {
+			if res.Message, err = insertUser(ctx, tx, id, parts, &n); err != nil {
 				return err
 			}
 			c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
@@ -75,15 +76,15 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 			}
 			res.Queued = &q
 			if busy == chat.BusyInterrupt {
-				if err := tx.SetInterruptRequested(ctx, id, true); err != nil {
-					return fmt.Errorf("request interrupt: %w", err)
+				if err := requestInterrupt(ctx, tx, id, &n); err != nil {
+					return err
 				}
 			}
 		default: // interrupt a pending or requires_action chat
-			if err := cancelOpenCalls(ctx, tx, id, ReasonNewMessage); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, ReasonNewMessage, &n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts); err != nil {
+			if res.Message, err = insertUser(ctx, tx, id, parts, &n); err != nil {
 				return err
 			}
 			if c.Status == chat.RequiresAction {
@@ -93,7 +94,7 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 				}
 			}
 		}
-		n.statusChanged(before, c)
+		n.StatusChanged(before, c)
 		return nil
 	})
 	if err != nil {
@@ -104,36 +105,39 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 }
 
 // insertUser appends a user message to the chat's history.
-func insertUser(ctx context.Context, tx store.Tx, chatID string, parts []chat.Part) (*chat.Message, error) {
+func insertUser(ctx context.Context, tx store.Tx, chatID string, parts []chat.Part, n *events.Notice) (*chat.Message, error) {
 	m := chat.Message{ChatID: chatID, Role: chat.RoleUser, Parts: parts}
 	if err := tx.InsertMessage(ctx, &m); err != nil {
 		return nil, fmt.Errorf("insert message: %w", err)
 	}
+	n.Message(m)
 	return &m, nil
 }
 
-// promoteQueued moves messages left in an idle chat's queue into its history,
-// in arrival order, so a new message never overtakes an older one.
-func promoteQueued(ctx context.Context, tx store.Tx, chatID string) error {
+// PromoteQueued moves a chat's queued messages into its history, in arrival
+// order, and reports whether there were any. The engine calls it when a run
+// ends; PostMessage calls it for an idle chat, so a new message never
+// overtakes an older one.
+func PromoteQueued(ctx context.Context, tx store.Tx, chatID string, n *events.Notice) (bool, error) {
 	queued, err := tx.ListQueued(ctx, chatID)
 	if err != nil {
-		return fmt.Errorf("list queued: %w", err)
+		return false, fmt.Errorf("list queued: %w", err)
 	}
 	for _, q := range queued {
-		if _, err := insertUser(ctx, tx, chatID, q.Parts); err != nil {
-			return err
+		if _, err := insertUser(ctx, tx, chatID, q.Parts, n); err != nil {
+			return false, err
 		}
 		if err := tx.DeleteQueued(ctx, q.ID); err != nil {
-			return fmt.Errorf("delete queued %d: %w", q.ID, err)
+			return false, fmt.Errorf("delete queued %d: %w", q.ID, err)
 		}
 	}
-	return nil
+	return len(queued) > 0, nil
 }
 
-// cancelOpenCalls answers every tool call of the chat's last assistant
+// CancelOpenCalls answers every tool call of the chat's last assistant
 // message that has no result yet with a synthetic error result, in one tool
 // message, so no call is left dangling.
-func cancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string) error {
+func CancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string, n *events.Notice) error {
 	tail, err := historyTail(ctx, tx, chatID)
 	if err != nil {
 		return err
@@ -146,6 +150,7 @@ func cancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string) er
 	if err := tx.InsertMessage(ctx, &m); err != nil {
 		return fmt.Errorf("insert cancelled results: %w", err)
 	}
+	n.Message(m)
 	return nil
 }
 

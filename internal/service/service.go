@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
@@ -21,9 +20,6 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/store"
 )
-
-// publishTimeout bounds the notifications sent after a commit.
-const publishTimeout = 5 * time.Second
 
 // Service performs chat operations on behalf of owners. It is safe for
 // concurrent use.
@@ -107,40 +103,5 @@ func lockOwned(ctx context.Context, tx store.Tx, owner, id string) (chat.Chat, e
 	return c, nil
 }
 
-// notice is what a committed change announces: feed events, and whether a
-// chat became pending so a worker must be woken.
-type notice struct {
-	feed []events.FeedEvent
-	wake bool
-}
-
-// statusChanged adds the events of a chat whose status changed from before.
-func (n *notice) statusChanged(before chat.Status, after chat.Chat) {
-	if before == after.Status {
-		return
-	}
-	n.feed = append(n.feed, events.FeedEvent{Kind: events.KindStatusChange, Chat: after})
-	if after.Status == chat.Pending {
-		n.wake = true
-	}
-}
-
-// announce publishes a committed change. Failures are logged: the database
-// already holds the truth, and subscribers re-read it.
-func (s *Service) announce(ctx context.Context, n notice) {
-	if len(n.feed) == 0 && !n.wake {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
-	for _, ev := range n.feed {
-		if err := events.PublishFeed(ctx, s.ps, ev); err != nil {
-			s.log.Warn("feed event not published", "chat", ev.Chat.ID, "kind", ev.Kind, "err", err)
-		}
-	}
-	if n.wake {
-		if err := s.ps.Publish(ctx, events.WorkTopic, []byte{}); err != nil {
-			s.log.Warn("worker wake-up not published", "err", err)
-		}
-	}
-}
+// announce publishes a committed change's notice.
+func (s *Service) announce(ctx context.Context, n events.Notice) { n.Publish(ctx, s.ps, s.log) }

@@ -34,10 +34,10 @@ func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch)
 	}
 	var (
 		c chat.Chat
-		n notice
+		n events.Notice
 	)
 	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = notice{}
+		n = events.Notice{}
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -62,7 +62,7 @@ func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch)
 			return fmt.Errorf("update chat meta: %w", err)
 		}
 		if next.Title != c.Title {
-			n.feed = append(n.feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: next})
+			n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: next})
 		}
 		c = next
 		return nil
@@ -88,6 +88,6 @@ func (s *Service) DeleteChat(ctx context.Context, owner, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
-	s.announce(ctx, notice{feed: []events.FeedEvent{{Kind: events.KindDeleted, Chat: c}}})
+	s.announce(ctx, events.Notice{Feed: []events.FeedEvent{{Kind: events.KindDeleted, Chat: c}}})
 	return nil
 }

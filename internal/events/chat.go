@@ -1,0 +1,94 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Chat stream event kinds (GET /api/v1/chats/{id}/stream, DESIGN.md section 6).
+const (
+	KindStatus  = "status"
+	KindMessage = "message"
+	KindPart    = "part"
+	KindRetry   = "retry"
+	KindError   = "error"
+	// KindSnapshot answers a snapshot request on a chat's control topic with
+	// the parts already streamed of the step in progress. Internal: stream
+	// handlers turn it into part events for the subscriber that asked.
+	KindSnapshot = "snapshot"
+)
+
+// Delta part types of part events.
+const (
+	DeltaText          = "text-delta"
+	DeltaReasoning     = "reasoning-delta"
+	DeltaToolCallStart = "tool-call-start"
+	DeltaToolCallDelta = "tool-call-delta"
+)
+
+// Delta is one streamed piece of the assistant message in progress.
+type Delta struct {
+	Type       string `json:"type"`
+	Text       string `json:"text,omitempty"`         // text, reasoning and argument deltas
+	Index      int    `json:"index"`                  // tool calls: position in this answer
+	ToolCallID string `json:"tool_call_id,omitempty"` // tool-call-start
+	ToolName   string `json:"tool_name,omitempty"`    // tool-call-start
+}
+
+// PartBatch is a run of consecutive deltas of one step, as published on a
+// chat's topic: deltas Seq, Seq+1, ... of the message MessageID (its id is
+// reserved when the step starts, so part events and the durable message
+// agree).
+type PartBatch struct {
+	MessageID int64   `json:"message_id"`
+	Seq       int     `json:"seq"`
+	Deltas    []Delta `json:"deltas"`
+}
+
+// RetryInfo is the payload of a retry event.
+type RetryInfo struct {
+	Attempt int    `json:"attempt"`
+	DelayMS int64  `json:"delay_ms"`
+	Error   string `json:"error"`
+}
+
+// ChatEvent is one event on a chat's topic. Exactly the fields of its Kind
+// are set.
+type ChatEvent struct {
+	Kind      string          `json:"kind"`
+	Chat      *chat.Chat      `json:"chat,omitempty"`       // status
+	Message   *chat.Message   `json:"message,omitempty"`    // message
+	Parts     *PartBatch      `json:"parts,omitempty"`      // part, snapshot
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"` // action_required
+	Deadline  *time.Time      `json:"deadline,omitempty"`   // action_required
+	Retry     *RetryInfo      `json:"retry,omitempty"`      // retry
+	Error     *chat.ChatError `json:"error,omitempty"`      // error
+	Nonce     string          `json:"nonce,omitempty"`      // snapshot: the request it answers
+}
+
+// ControlTopic carries requests to whichever worker runs a chat: interrupt,
+// snapshot requests.
+func ControlTopic(chatID string) string { return "control." + chatID }
+
+// Control messages.
+const (
+	ControlInterrupt = "interrupt"
+	ControlSnapshot  = "snapshot"
+)
+
+// Control is a message on a chat's control topic.
+type Control struct {
+	Kind  string `json:"kind"`
+	Nonce string `json:"nonce,omitempty"` // snapshot: echoed in the answer
+}
+
+// Encode marshals an event; the types here always encode.
+func Encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("events: encode: " + err.Error())
+	}
+	return b
+}

@@ -1,0 +1,86 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/pubsub"
+)
+
+// publishTimeout bounds the notifications sent after a commit.
+const publishTimeout = 5 * time.Second
+
+// Notice collects what one committed change announces: owner-feed events,
+// chat-stream events, control messages, and whether workers must be woken.
+// Build it inside the transaction's function (reset it at the top: the
+// function may run twice) and Publish it after the commit.
+type Notice struct {
+	Feed    []FeedEvent
+	Chat    []ChatEvent // each names its chat through ChatID
+	ChatIDs []string    // ChatIDs[i] is the chat of Chat[i]
+	Control []ControlFor
+	Wake    bool
+}
+
+// ControlFor is a control message addressed to one chat's worker.
+type ControlFor struct {
+	ChatID string
+	Msg    Control
+}
+
+// StatusChanged records the events of a chat whose status changed from
+// before: status_change on the owner's feed, status on the chat's stream,
+// and a wake-up when it became pending.
+func (n *Notice) StatusChanged(before chat.Status, after chat.Chat) {
+	if before == after.Status {
+		return
+	}
+	n.Feed = append(n.Feed, FeedEvent{Kind: KindStatusChange, Chat: after})
+	n.ChatEvent(after.ID, ChatEvent{Kind: KindStatus, Chat: &after})
+	if after.Status == chat.Pending {
+		n.Wake = true
+	}
+}
+
+// Message records a new durable message of a chat.
+func (n *Notice) Message(m chat.Message) {
+	n.ChatEvent(m.ChatID, ChatEvent{Kind: KindMessage, Message: &m})
+}
+
+// ChatEvent records an event for a chat's stream.
+func (n *Notice) ChatEvent(chatID string, ev ChatEvent) {
+	n.Chat = append(n.Chat, ev)
+	n.ChatIDs = append(n.ChatIDs, chatID)
+}
+
+// Publish sends everything recorded, in order. Failures are logged, never
+// returned: the database already holds the truth, and subscribers re-read it.
+func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger) {
+	if len(n.Feed) == 0 && len(n.Chat) == 0 && len(n.Control) == 0 && !n.Wake {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	for i, ev := range n.Chat {
+		if err := ps.Publish(ctx, ChatTopic(n.ChatIDs[i]), Encode(ev)); err != nil {
+			log.Warn("chat event not published", "chat", n.ChatIDs[i], "kind", ev.Kind, "err", err)
+		}
+	}
+	for _, ev := range n.Feed {
+		if err := PublishFeed(ctx, ps, ev); err != nil {
+			log.Warn("feed event not published", "chat", ev.Chat.ID, "kind", ev.Kind, "err", err)
+		}
+	}
+	for _, c := range n.Control {
+		if err := ps.Publish(ctx, ControlTopic(c.ChatID), Encode(c.Msg)); err != nil {
+			log.Warn("control message not published", "chat", c.ChatID, "kind", c.Msg.Kind, "err", err)
+		}
+	}
+	if n.Wake {
+		if err := ps.Publish(ctx, WorkTopic, nil); err != nil {
+			log.Warn("worker wake-up not published", "err", err)
+		}
+	}
+}
