@@ -26,6 +26,11 @@ type Turn struct {
 	FirstChunkDelay time.Duration // wait before the first SSE event
 	CutAfter        int           // cut the connection after this many SSE events; 0 never
 	ChunkSize       int           // runes per text/argument delta; 0 means 4
+
+	// Interleave streams the argument deltas of parallel tool calls round
+	// robin (every call started first) instead of one call after another,
+	// where the wire format allows it (OpenAI's); other fakes ignore it.
+	Interleave bool
 }
 
 // ToolCall scripts one call; Args is its JSON, sent in ChunkSize pieces.

@@ -1,0 +1,251 @@
+package llmtest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Anthropic is a fake Anthropic Messages API: POST /v1/messages answers each
+// request with the next scripted Turn, streamed as the real API streams.
+//
+// A turn streams message_start, then one content block per piece in order
+// (Reasoning as a thinking block with thinking_delta chunks and a closing
+// signature_delta; Text as a text block; each ToolCall as a tool_use block
+// whose input arrives as input_json_delta chunks after an empty one), a ping
+// after the first block opens, message_delta with the stop_reason and output
+// usage, and message_stop.
+//
+// A turn with an error Status answers with that status, the real error body
+// ({"type":"error","error":{"type":...,"message":...}}) and, with RetryAfter,
+// a retry-after header in whole seconds. With CutAfter as well, the error
+// comes mid-stream instead, as the real API sends it: after CutAfter events
+// of a 200 stream, an "event: error" with the same body, and the stream ends.
+// CutAfter alone drops the connection after that many events, with no
+// terminating chunk. FirstChunkDelay holds back the first event (after the
+// 200 headers; before an error answer), ending early if the client goes away.
+type Anthropic struct {
+	*Script
+	URL string // base URL for the SDK (option.WithBaseURL)
+
+	ids atomic.Int64
+}
+
+// NewAnthropic starts a fake Anthropic server, closed when t ends.
+func NewAnthropic(t testing.TB) *Anthropic {
+	f := &Anthropic{Script: &Script{}}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// serve answers one request.
+func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
+	n := f.ids.Add(1)
+	w.Header().Set("request-id", fmt.Sprintf("req_fake%06d", n))
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		anthropicError(w, http.StatusNotFound, "Not found", 0)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	turn, ok := f.next(Request{Header: r.Header.Clone(), Body: body, At: time.Now()})
+	switch {
+	case r.Header.Get("x-api-key") == "" && r.Header.Get("Authorization") == "":
+		anthropicError(w, http.StatusUnauthorized, "x-api-key header is required", 0)
+		return
+	case r.Header.Get("anthropic-version") == "":
+		anthropicError(w, http.StatusBadRequest, "anthropic-version: header is required", 0)
+		return
+	case !json.Valid(body):
+		anthropicError(w, http.StatusBadRequest, "There was an issue with the request body: invalid JSON", 0)
+		return
+	case !ok:
+		anthropicError(w, http.StatusInternalServerError, "llmtest: no scripted turn left", 0)
+		return
+	}
+	failed := turn.Status != 0 && turn.Status != http.StatusOK
+	if failed && turn.CutAfter == 0 {
+		if f.wait(r, turn.FirstChunkDelay) {
+			anthropicError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
+		}
+		return
+	}
+	var req struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &req)
+
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher := w.(http.Flusher)
+	flusher.Flush()
+	if !f.wait(r, turn.FirstChunkDelay) {
+		return
+	}
+	for i, ev := range anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n)) {
+		if turn.CutAfter > 0 && i == turn.CutAfter {
+			if failed {
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", anthropicErrorBody(turn.Status, turn.ErrorMessage))
+				flusher.Flush()
+				return
+			}
+			panic(http.ErrAbortHandler) // drop the connection without ending the chunked body
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+		flusher.Flush()
+	}
+}
+
+// wait sleeps for d, or until the client goes away; it reports whether the
+// client is still there.
+func (f *Anthropic) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// anthropicSSE is one server-sent event.
+type anthropicSSE struct {
+	name string
+	data string
+}
+
+// anthropicEvents is the whole stream of a successful turn.
+func anthropicEvents(t Turn, model, id string) []anthropicSSE {
+	var evs []anthropicSSE
+	add := func(name string, v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		evs = append(evs, anthropicSSE{name, string(data)})
+	}
+	type obj = map[string]any
+	add("message_start", obj{"type": "message_start", "message": obj{
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": obj{
+			"input_tokens": t.Usage.InputTokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+			"output_tokens": min(t.Usage.OutputTokens, 1), "service_tier": "standard",
+		},
+	}})
+	index := 0
+	block := func(start obj, deltas []obj) {
+		add("content_block_start", obj{"type": "content_block_start", "index": index, "content_block": start})
+		if index == 0 {
+			add("ping", obj{"type": "ping"})
+		}
+		for _, d := range deltas {
+			add("content_block_delta", obj{"type": "content_block_delta", "index": index, "delta": d})
+		}
+		add("content_block_stop", obj{"type": "content_block_stop", "index": index})
+		index++
+	}
+	if t.Reasoning != "" {
+		var deltas []obj
+		for _, c := range Chunks(t.Reasoning, t.ChunkSize) {
+			deltas = append(deltas, obj{"type": "thinking_delta", "thinking": c})
+		}
+		sig := base64.StdEncoding.EncodeToString([]byte("llmtest signature of " + t.Reasoning))
+		deltas = append(deltas, obj{"type": "signature_delta", "signature": sig})
+		block(obj{"type": "thinking", "thinking": "", "signature": ""}, deltas)
+	}
+	if t.Text != "" {
+		var deltas []obj
+		for _, c := range Chunks(t.Text, t.ChunkSize) {
+			deltas = append(deltas, obj{"type": "text_delta", "text": c})
+		}
+		block(obj{"type": "text", "text": ""}, deltas)
+	}
+	for i, c := range t.ToolCalls {
+		callID := c.ID
+		if callID == "" {
+			callID = fmt.Sprintf("toolu_fake%02d", i)
+		}
+		deltas := []obj{{"type": "input_json_delta", "partial_json": ""}}
+		for _, p := range Chunks(c.Args, t.ChunkSize) {
+			deltas = append(deltas, obj{"type": "input_json_delta", "partial_json": p})
+		}
+		block(obj{"type": "tool_use", "id": callID, "name": c.Name, "input": obj{}}, deltas)
+	}
+	stop := "end_turn"
+	if len(t.ToolCalls) > 0 {
+		stop = "tool_use"
+	}
+	add("message_delta", obj{"type": "message_delta",
+		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
+		"usage": obj{"output_tokens": t.Usage.OutputTokens}})
+	add("message_stop", obj{"type": "message_stop"})
+	return evs
+}
+
+// anthropicError writes the API's error answer.
+func anthropicError(w http.ResponseWriter, status int, message string, retryAfter time.Duration) {
+	if retryAfter > 0 {
+		w.Header().Set("retry-after", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(anthropicErrorBody(status, message))
+}
+
+// anthropicErrorBody is the API's error object for status.
+func anthropicErrorBody(status int, message string) []byte {
+	typ, msg := anthropicErrorType(status)
+	if message != "" {
+		msg = message
+	}
+	body, _ := json.Marshal(map[string]any{
+		"type":  "error",
+		"error": map[string]string{"type": typ, "message": msg},
+	})
+	return body
+}
+
+// anthropicErrorType is the error type and default message the API uses
+// for status.
+func anthropicErrorType(status int) (string, string) {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error", "invalid x-api-key"
+	case http.StatusPaymentRequired:
+		return "billing_error", "Your credit balance is too low to access the Anthropic API."
+	case http.StatusForbidden:
+		return "permission_error", "Your API key does not have permission to use the specified resource."
+	case http.StatusNotFound:
+		return "not_found_error", "The requested resource could not be found."
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large", "Request exceeds the maximum allowed number of bytes."
+	case http.StatusTooManyRequests:
+		return "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."
+	case http.StatusGatewayTimeout:
+		return "timeout_error", "Request timed out."
+	case 529:
+		return "overloaded_error", "Overloaded"
+	}
+	if status >= 500 {
+		return "api_error", "Internal server error"
+	}
+	return "invalid_request_error", "Invalid request."
+}
