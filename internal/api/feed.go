@@ -98,6 +98,15 @@ func (s *sse) event(kind string, data []byte) error {
 	})
 }
 
+// eventID writes one event with an SSE id, the cursor a client resumes from
+// (Last-Event-ID).
+func (s *sse) eventID(kind, id string, data []byte) error {
+	return s.write(func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", id, kind, compactLine(data))
+		return err
+	})
+}
+
 // comment writes a comment line, which clients ignore; it keeps idle
 // connections (and proxies) alive.
 func (s *sse) comment(text string) error {

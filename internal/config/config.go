@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +32,7 @@ type Config struct {
 	Models       []Model `yaml:"models"`
 	Tools        Tools   `yaml:"tools"`
 	Limits       Limits  `yaml:"limits"`
+	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
 }
 
 // Model is a name clients use, bound to a provider's model.
@@ -104,14 +108,16 @@ type Overrides struct {
 	Listen     string
 	DataDir    string
 	Database   string
+	LogLevel   string
 }
 
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	cl := chat.DefaultLimits
 	return Config{
-		Listen:  "127.0.0.1:8080",
-		DataDir: "./parley-data",
+		Listen:   "127.0.0.1:8080",
+		DataDir:  "./parley-data",
+		LogLevel: "info",
 		Limits: Limits{
 			ToolResultTimeout:  Duration(10 * time.Minute),
 			MaxSteps:           50,
@@ -144,6 +150,7 @@ func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 	cfg.Listen = first(flags.Listen, getenv("PARLEY_LISTEN"), cfg.Listen)
 	cfg.DataDir = first(flags.DataDir, getenv("PARLEY_DATA_DIR"), cfg.DataDir)
 	cfg.Database = first(flags.Database, getenv("PARLEY_DATABASE_URL"), cfg.Database)
+	cfg.LogLevel = first(flags.LogLevel, getenv("PARLEY_LOG_LEVEL"), cfg.LogLevel)
 	if cfg.Database == "" {
 		cfg.Database = "sqlite://" + filepath.Join(cfg.DataDir, "parley.db")
 	}
@@ -163,7 +170,11 @@ func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 func Backend(databaseURL string) (kind, dsn string, err error) {
 	switch {
 	case strings.HasPrefix(databaseURL, "sqlite://"):
-		return "sqlite", strings.TrimPrefix(databaseURL, "sqlite://"), nil
+		path := strings.TrimPrefix(databaseURL, "sqlite://")
+		if path == "" {
+			return "", "", fmt.Errorf("database %q: the SQLite URL has no path (want sqlite://PATH)", databaseURL)
+		}
+		return "sqlite", path, nil
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
 		return "postgres", databaseURL, nil
 	}
@@ -180,10 +191,48 @@ func (c *Config) FindModel(name string) (Model, bool) {
 	return Model{}, false
 }
 
+// SlogLevel is LogLevel as a log/slog level (Load has checked it).
+func (c *Config) SlogLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
 func (c *Config) check() error {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen %q: want HOST:PORT, like 127.0.0.1:8080 or :8080", c.Listen)
+	}
+	if c.DataDir == "" {
+		return errors.New("data_dir must not be empty")
+	}
 	if _, _, err := Backend(c.Database); err != nil {
 		return err
 	}
+	if err := new(slog.Level).UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if err := c.checkModels(); err != nil {
+		return err
+	}
+	if err := c.Limits.check(); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for i, s := range c.Tools.Lua {
+		if s.Name == "" || s.Path == "" {
+			return fmt.Errorf("tools.lua[%d]: name and path are required", i)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("tools.lua[%d]: name %q is used twice", i, s.Name)
+		}
+		names[s.Name] = true
+	}
+	return nil
+}
+
+func (c *Config) checkModels() error {
 	seen := map[string]bool{}
 	for i, m := range c.Models {
 		if m.Name == "" {
@@ -196,18 +245,42 @@ func (c *Config) check() error {
 		if !slices.Contains(Providers, m.Provider) {
 			return fmt.Errorf("models[%d] (%s): provider %q is not one of %s", i, m.Name, m.Provider, strings.Join(Providers, ", "))
 		}
+		if m.Model == "" && m.Provider != "echo" {
+			return fmt.Errorf("models[%d] (%s): model (the provider's model id) is required", i, m.Name)
+		}
+		if m.BaseURL != "" {
+			if u, err := url.Parse(m.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("models[%d] (%s): base_url %q is not an http(s) URL", i, m.Name, m.BaseURL)
+			}
+		}
+		if p := m.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
+			return fmt.Errorf("models[%d] (%s): price must not be negative", i, m.Name)
+		}
 	}
 	if !seen[c.DefaultModel] {
 		return fmt.Errorf("default_model %q is not among the models", c.DefaultModel)
 	}
-	l := c.Limits
-	if l.ToolResultTimeout <= 0 || l.MaxSteps <= 0 || l.MaxBodyBytes <= 0 || l.MaxDynamicTools < 0 ||
-		l.MaxToolSchemaBytes <= 0 || l.MaxLabels < 0 || l.MaxMessageBytes <= 0 {
-		return errors.New("limits: every limit must be positive")
-	}
-	for i, s := range c.Tools.Lua {
-		if s.Name == "" || s.Path == "" {
-			return fmt.Errorf("tools.lua[%d]: name and path are required", i)
+	return nil
+}
+
+func (l Limits) check() error {
+	for _, v := range []struct {
+		key      string
+		val, min int64
+	}{
+		{"tool_result_timeout", int64(l.ToolResultTimeout), 1},
+		{"max_steps", int64(l.MaxSteps), 1},
+		{"max_body_bytes", l.MaxBodyBytes, 1},
+		{"max_dynamic_tools", int64(l.MaxDynamicTools), 0},
+		{"max_tool_schema_bytes", int64(l.MaxToolSchemaBytes), 1},
+		{"max_labels", int64(l.MaxLabels), 0},
+		{"max_message_bytes", int64(l.MaxMessageBytes), 1},
+	} {
+		if v.val < v.min && v.min == 0 {
+			return fmt.Errorf("limits.%s must not be negative", v.key)
+		}
+		if v.val < v.min {
+			return fmt.Errorf("limits.%s must be positive", v.key)
 		}
 	}
 	return nil

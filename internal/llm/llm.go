@@ -90,3 +90,21 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Model is a configured model: the provider that serves it, the provider's
+// model id, and its prices.
+type Model struct {
+	Name     string
+	Provider Provider
+	ModelID  string
+	// InputPerMTok and OutputPerMTok are prices per million tokens; costs
+	// are counted in micro-units of the same currency.
+	InputPerMTok  float64
+	OutputPerMTok float64
+}
+
+// Cost returns the cost of a call's usage in micro-units: a price of 2.0 per
+// million tokens costs 2 micro-units per token.
+func (m Model) Cost(u Usage) int64 {
+	return int64(float64(u.InputTokens)*m.InputPerMTok + float64(u.OutputTokens)*m.OutputPerMTok)
+}

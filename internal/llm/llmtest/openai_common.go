@@ -110,6 +110,13 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, ev := range f.events(turn, req, n) {
+		if turn.HoldAfter > 0 && i == turn.HoldAfter {
+			<-r.Context().Done()
+			return
+		}
+		if i > 0 && !openaiWait(r, turn.ChunkDelay) {
+			return
+		}
 		if turn.CutAfter > 0 && i == turn.CutAfter {
 			if failed {
 				writeOpenAIEvent(w, f.streamError(turn, i))

@@ -27,6 +27,12 @@ type Turn struct {
 	CutAfter        int           // cut the connection after this many SSE events; 0 never
 	ChunkSize       int           // runes per text/argument delta; 0 means 4
 
+	// ChunkDelay waits between consecutive SSE events; HoldAfter, when not
+	// 0, keeps the stream open after that many events until the client goes
+	// away (a model that stalls mid-answer). The OpenAI fakes honour both.
+	ChunkDelay time.Duration
+	HoldAfter  int
+
 	// Interleave streams the argument deltas of parallel tool calls round
 	// robin (every call started first) instead of one call after another,
 	// where the wire format allows it (OpenAI's); other fakes ignore it.

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/parleyhq/parley/internal/config"
+)
+
+// app is what every command shares: the output streams, the environment it
+// reads settings from, the process's logger and the global flags.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	log            *slog.Logger
+	level          *slog.LevelVar // the logger's level, set from the configuration
+	flags          config.Overrides
+}
+
+// loadConfig reads the configuration once (defaults, file, environment,
+// flags) and applies its log level to the logger.
+func (a *app) loadConfig() (*config.Config, error) {
+	cfg, err := config.Load(a.flags, a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	a.level.Set(cfg.SlogLevel())
+	return cfg, nil
+}

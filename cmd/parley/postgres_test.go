@@ -1,0 +1,59 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
+)
+
+// TestServePostgres runs two replicas on one PostgreSQL database: the first
+// creates the admin and saves its token, the second does not, both accept
+// it, and a token made by the CLI works on both. Skipped without
+// PARLEY_TEST_POSTGRES.
+func TestServePostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	a := startServe(t, dir, nil, "--database", dsn, "--data-dir", filepath.Join(dir, "a"))
+	if !strings.HasPrefix(a.token, "prl_") {
+		t.Fatalf("first replica printed no admin token\nstdout:\n%s\nstderr:\n%s", a.stdout, a.stderr)
+	}
+	tokenFile := filepath.Join(dir, "a", "admin.token")
+	checkMode(t, tokenFile, 0o600)
+	if got := readTrim(t, tokenFile); got != a.token {
+		t.Errorf("admin.token = %q, want %q", got, a.token)
+	}
+
+	b := startServe(t, dir, nil, "--database", dsn, "--data-dir", filepath.Join(dir, "b"))
+	if b.token != "" {
+		t.Error("the second replica created another admin token")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b", "admin.token")); !os.IsNotExist(err) {
+		t.Errorf("the second replica wrote an admin.token (stat: %v)", err)
+	}
+
+	r := runParley(t, dir, []string{"PARLEY_DATABASE_URL=" + dsn}, "token", "create", "--owner", "carol")
+	if r.code != 0 {
+		t.Fatalf("token create: exit %d\n%s", r.code, r.stderr)
+	}
+	carol := strings.TrimSpace(r.stdout)
+	for _, s := range []*server{a, b} {
+		for _, tok := range []string{a.token, carol} {
+			if code, body := get(t, s.url+"/api/v1/chats", tok); code != http.StatusOK {
+				t.Errorf("GET %s/api/v1/chats = %d %s", s.url, code, body)
+			}
+		}
+		if code, body := get(t, s.url+"/readyz", ""); code != http.StatusOK {
+			t.Errorf("GET %s/readyz = %d %s", s.url, code, body)
+		}
+	}
+	for _, s := range []*server{a, b} {
+		if code := s.stop(); code != 0 {
+			t.Errorf("replica exited %d\nstderr:\n%s", code, s.stderr)
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd builds the parley command tree around a.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "parley",
+		Short: "A self-hosted LLM agent chat server",
+		Long: `parley is a self-hosted LLM agent chat server: clients create chats, send
+messages and watch the answers stream in; the model can call server-side
+tools and tools that the API client runs itself.
+
+With no configuration, "parley serve" keeps everything in an embedded SQLite
+database in ./parley-data and answers on http://127.0.0.1:8080. Point
+--database at a postgres:// URL to run several replicas on one PostgreSQL
+database.
+
+Settings come from, in increasing priority: built-in defaults, the YAML file
+given by --config or PARLEY_CONFIG, PARLEY_* environment variables, and
+flags. See docs/configuration.md.`,
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{cmd: c.CommandPath(), err: err}
+	})
+	f := root.PersistentFlags()
+	f.StringVar(&a.flags.ConfigFile, "config", "", "YAML configuration `file` (env PARLEY_CONFIG)")
+	f.StringVar(&a.flags.DataDir, "data-dir", "", "`dir`ectory for the SQLite database and admin.token (env PARLEY_DATA_DIR; default ./parley-data)")
+	f.StringVar(&a.flags.Database, "database", "", "database `url`: sqlite://PATH or postgres://... (env PARLEY_DATABASE_URL; default sqlite://<data-dir>/parley.db)")
+	f.StringVar(&a.flags.LogLevel, "log-level", "", "log `level`: debug, info, warn or error (env PARLEY_LOG_LEVEL; default info)")
+
+	root.AddCommand(newServeCmd(a), newMigrateCmd(a), newTokenCmd(a))
+	return root
+}
+
+// args checks a command's positional arguments and reports a mismatch as a
+// usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if err := check(c, a); err != nil {
+			return &usageError{cmd: c.CommandPath(), err: err}
+		}
+		return nil
+	}
+}
+
+// version is the module version the binary was built from, or "devel".
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
