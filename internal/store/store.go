@@ -25,7 +25,20 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrBadCursor: a pagination cursor that this store did not issue.
 	ErrBadCursor = errors.New("invalid cursor")
+	// ErrLeaseLost: a fenced write by a worker that no longer holds the chat
+	// (its lease expired and was recovered, or the chat left running). The
+	// worker must write nothing more for that chat.
+	ErrLeaseLost = errors.New("lease lost")
 )
+
+// Lease is a worker's hold on a running chat. Every write the worker makes
+// for the chat is fenced by it (DESIGN.md section 2): same worker id and
+// same generation, which AcquireChat increments each time.
+type Lease struct {
+	ChatID     string
+	WorkerID   string
+	Generation int64
+}
 
 // StatusConflictError is a conditional status change that found the chat in
 // another status than expected.
@@ -52,6 +65,22 @@ type Store interface {
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
+	// AcquireChat moves the pending chat that has waited longest (oldest
+	// updated_at) to running under a new lease held by workerID until now+ttl,
+	// skipping chats another transaction has locked (PostgreSQL: FOR UPDATE
+	// SKIP LOCKED). It increments the lease generation and clears nothing
+	// else. ErrNotFound when no chat is pending. Like InTx, AcquireChat,
+	// RenewLease and RecoverExpiredLeases must not be called inside InTx's fn
+	// (SQLite has one writer connection).
+	AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, Lease, error)
+	// RenewLease extends l to now+ttl and reports whether an interrupt was
+	// requested for the chat. ErrLeaseLost if l no longer holds the chat.
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (interruptRequested bool, err error)
+	// RecoverExpiredLeases moves every running chat whose lease expired back
+	// to pending (clearing its worker and expiry; the generation stays, so the
+	// old lease's Fence fails) and returns their ids. Replicas may run it at
+	// the same time: each chat is recovered by one of them.
+	RecoverExpiredLeases(ctx context.Context) ([]string, error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error
@@ -75,6 +104,9 @@ type Reader interface {
 	GetToken(ctx context.Context, id string) (Token, error)
 	// ListTokens returns every token (owner "" ) or one owner's, oldest first.
 	ListTokens(ctx context.Context, owner string) ([]Token, error)
+	// ExpiredActions returns up to limit ids of requires_action chats whose
+	// deadline is at or before now, earliest deadline first.
+	ExpiredActions(ctx context.Context, limit int) ([]string, error)
 }
 
 // Tx is one transaction. Its methods may only be used inside InTx's fn.
@@ -83,6 +115,10 @@ type Tx interface {
 
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)
+	// Fence locks the chat's row and returns it if l still holds the chat
+	// (status running, same worker id and generation); ErrLeaseLost
+	// otherwise. A worker calls it first in every transaction it writes in.
+	Fence(ctx context.Context, l Lease) (chat.Chat, error)
 	// InsertChat stores a new chat. It sets CreatedAt and UpdatedAt; ID,
 	// Owner, Model and Status must be set. ErrExists on a duplicate id.
 	InsertChat(ctx context.Context, c *chat.Chat) error
@@ -92,8 +128,9 @@ type Tx interface {
 	// TransitionChat changes a chat's status if it is t.From, and writes the
 	// columns that go with the new status (see Transition). It refuses a change
 	// chat.CanTransition forbids (IllegalTransitionError) and answers
-	// StatusConflictError when the chat is in another status. It returns the
-	// chat as it is after the change.
+	// StatusConflictError when the chat is in another status. Leaving running
+	// clears the worker id and lease expiry (the generation stays, so a stale
+	// worker's fence fails). It returns the chat as it is after the change.
 	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
 	// SetInterruptRequested sets or clears the chat's interrupt flag.
 	SetInterruptRequested(ctx context.Context, id string, v bool) error

@@ -210,11 +210,14 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if tr.To == chat.RequiresAction {
 		deadline = dbutil.UTCPtr(tr.ActionDeadline)
 	}
+	// Leaving running ends the lease: no worker holds the chat any more.
 	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats
-		SET status = $3, last_error = $4, action_deadline = $5, updated_at = $6
+		SET status = $3, last_error = $4, action_deadline = $5, updated_at = $6,
+			worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
+			lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END
 		WHERE id = $1 AND status = $2
 		RETURNING `+chatColumns,
-		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now()))
+		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}

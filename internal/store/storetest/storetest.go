@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Queued", queuedTests},
 		{"Owners", ownerTests},
 		{"Tx", txTests},
+		{"Leases", leaseTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

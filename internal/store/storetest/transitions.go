@@ -175,6 +175,7 @@ func testTransitionReturnsChat(t *testing.T, open opener) {
 	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting})
 	want := stored(c)
 	want.Status, want.LastError, want.ActionDeadline, want.UpdatedAt = chat.Waiting, nil, nil, got.UpdatedAt
+	want.WorkerID, want.LeaseExpiresAt = "", nil // leaving running ends the lease
 	wantEqual(t, "returned chat", got, want)
 	wantEqual(t, "stored chat", getChat(t, s, c.ID), want)
 }

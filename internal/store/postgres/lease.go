@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// Lease times come from the database's clock (now(): the start of the
+// statement's transaction), so that replicas whose clocks disagree still
+// agree on when a lease expires. Each lease method outside a transaction is
+// one statement, atomic on its own.
+
+// AcquireChat takes the pending chat with the oldest updated_at that no other
+// transaction has locked (FOR UPDATE SKIP LOCKED), so concurrent acquirers
+// never wait for each other nor take the same chat.
+func (s *Store) AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, store.Lease, error) {
+	if err := dbutil.CheckAcquire(workerID, ttl); err != nil {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: %w", err)
+	}
+	c, err := scanChat(s.pool.QueryRow(ctx, `UPDATE chats
+		SET status = 'running', worker_id = $1, lease_generation = lease_generation + 1,
+			lease_expires_at = now() + $2::bigint * interval '1 microsecond', updated_at = now()
+		WHERE id = (SELECT id FROM chats WHERE status = 'pending'
+			ORDER BY updated_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+chatColumns,
+		workerID, ttl.Microseconds()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: no pending chat: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat for %s: %w", workerID, err)
+	}
+	return c, store.Lease{ChatID: c.ID, WorkerID: workerID, Generation: c.LeaseGeneration}, nil
+}
+
+// RenewLease moves the lease's expiry to now+ttl if l still holds the chat;
+// the conditional update waits for a transaction that holds the row and
+// re-checks the lease after it.
+func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (bool, error) {
+	if err := dbutil.CheckRenew(l, ttl); err != nil {
+		return false, fmt.Errorf("renew lease: %w", err)
+	}
+	var interrupt bool
+	err := s.pool.QueryRow(ctx, `UPDATE chats SET lease_expires_at = now() + $4::bigint * interval '1 microsecond'
+		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
+		RETURNING interrupt_requested`,
+		l.ChatID, l.WorkerID, l.Generation, ttl.Microseconds()).Scan(&interrupt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("renew lease of chat %s (generation %d): %w", l.ChatID, l.Generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return false, fmt.Errorf("renew lease of chat %s: %w", l.ChatID, err)
+	}
+	return interrupt, nil
+}
+
+// RecoverExpiredLeases hands every running chat whose lease expired back to
+// pending. Rows another transaction holds (a worker's fenced write, another
+// replica recovering them) are skipped, not waited for: a row whose lease
+// is still expired is recovered on the next pass, and one that another
+// replica recovered meanwhile no longer matches, so each chat is recovered
+// once.
+func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE chats
+		SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = now()
+		WHERE id IN (SELECT id FROM chats WHERE status = 'running' AND lease_expires_at < now()
+			FOR UPDATE SKIP LOCKED)
+		RETURNING id`)
+	if err != nil {
+		return nil, fmt.Errorf("recover expired leases: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("recover expired leases: %w", err)
+	}
+	return ids, nil
+}
+
+func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.Query(ctx, `SELECT id FROM chats
+		WHERE status = 'requires_action' AND action_deadline <= now()
+		ORDER BY action_deadline, id LIMIT $1`, dbutil.PageLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("expired actions: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("expired actions: %w", err)
+	}
+	return ids, nil
+}
+
+// Fence locks the chat's row (SELECT ... FOR UPDATE) if l still holds it.
+// A fence that waits for another transaction's lock re-checks the lease
+// against the row as that transaction left it.
+func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
+	if err := dbutil.CheckLease(l); err != nil {
+		return chat.Chat{}, fmt.Errorf("fence: %w", err)
+	}
+	c, err := scanChat(t.q.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats
+		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
+		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// Leases run on the writer connection, one statement each: the single
+// writer serializes them with every transaction, which is what FOR UPDATE
+// SKIP LOCKED achieves on PostgreSQL. Their times come from this process's
+// clock, the only one that writes the file. Like InTx, they must not be
+// called from inside an InTx fn.
+
+// AcquireChat moves the pending chat with the oldest updated_at to running
+// under a new lease of workerID.
+func (s *Store) AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, store.Lease, error) {
+	if err := dbutil.CheckAcquire(workerID, ttl); err != nil {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: %w", err)
+	}
+	now := dbutil.Now()
+	c, err := scanChat(s.write.QueryRowContext(ctx, `UPDATE chats
+		SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
+			lease_expires_at = ?, updated_at = ?
+		WHERE id = (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT 1)
+		RETURNING `+chatColumns,
+		workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: no pending chat: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat for %s: %w", workerID, err)
+	}
+	return c, store.Lease{ChatID: c.ID, WorkerID: workerID, Generation: c.LeaseGeneration}, nil
+}
+
+// RenewLease moves the lease's expiry to now+ttl if l still holds the chat.
+func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (bool, error) {
+	if err := dbutil.CheckRenew(l, ttl); err != nil {
+		return false, fmt.Errorf("renew lease: %w", err)
+	}
+	var interrupt bool
+	err := s.write.QueryRowContext(ctx, `UPDATE chats SET lease_expires_at = ?
+		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?
+		RETURNING interrupt_requested`,
+		dbutil.Micros(dbutil.Now().Add(ttl)), l.ChatID, l.WorkerID, l.Generation).Scan(&interrupt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("renew lease of chat %s (generation %d): %w", l.ChatID, l.Generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return false, fmt.Errorf("renew lease of chat %s: %w", l.ChatID, err)
+	}
+	return interrupt, nil
+}
+
+// RecoverExpiredLeases hands every running chat whose lease expired back to
+// pending, in one statement.
+func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+	now := dbutil.Micros(dbutil.Now())
+	rows, err := s.write.QueryContext(ctx, `UPDATE chats
+		SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = ?
+		WHERE status = 'running' AND lease_expires_at < ?
+		RETURNING id`, now, now)
+	if err != nil {
+		return nil, fmt.Errorf("recover expired leases: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("recover expired leases: %w", err)
+	}
+	return ids, nil
+}
+
+func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT id FROM chats
+		WHERE status = 'requires_action' AND action_deadline <= ?
+		ORDER BY action_deadline, id LIMIT ?`, dbutil.Micros(dbutil.Now()), dbutil.PageLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("expired actions: %w", err)
+	}
+	ids, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("expired actions: %w", err)
+	}
+	return ids, nil
+}
+
+// Fence reads the chat if l still holds it; the BEGIN IMMEDIATE transaction
+// already excludes every other writer until it ends.
+func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
+	if err := dbutil.CheckLease(l); err != nil {
+		return chat.Chat{}, fmt.Errorf("fence: %w", err)
+	}
+	c, err := scanChat(t.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats
+		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
+		l.ChatID, l.WorkerID, l.Generation))
+	if errors.Is(err, sql.ErrNoRows) {
+		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+	}
+	return c, nil
+}
+
+// scanIDs reads and closes rows of one text column.
+func scanIDs(rows *sql.Rows) ([]string, error) {
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
