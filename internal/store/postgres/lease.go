@@ -115,3 +115,12 @@ func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
 	}
 	return c, nil
 }
+
+// ReserveMessageID takes the next value of the messages id sequence.
+func (s *Store) ReserveMessageID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'id'))`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reserve message id: %w", err)
+	}
+	return id, nil
+}

@@ -108,9 +108,15 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	} else if err := t.lockForAppend(ctx, m.ChatID); err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
 	}
-	err = t.q.QueryRow(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-		m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
+	if m.ID != 0 { // reserved with ReserveMessageID
+		err = t.q.QueryRow(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
+			OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			m.ID, m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
+	} else {
+		err = t.q.QueryRow(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+			m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
+	}
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}

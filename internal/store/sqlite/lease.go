@@ -122,3 +122,19 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 	}
 	return ids, rows.Err()
 }
+
+// ReserveMessageID advances the messages table's AUTOINCREMENT counter and
+// returns the id it passed over.
+func (s *Store) ReserveMessageID(ctx context.Context) (int64, error) {
+	_, err := s.write.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
+		SELECT 'messages', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')`)
+	if err != nil {
+		return 0, fmt.Errorf("reserve message id: %w", err)
+	}
+	var id int64
+	err = s.write.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'messages' RETURNING seq`).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("reserve message id: %w", err)
+	}
+	return id, nil
+}

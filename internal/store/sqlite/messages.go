@@ -99,9 +99,13 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, store.ErrNotFound)
 		}
 	}
-	err = t.q.QueryRowContext(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now)).Scan(&m.ID)
+	var id any // NULL: the next id
+	if m.ID != 0 {
+		id = m.ID
+	}
+	err = t.q.QueryRowContext(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		id, m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now)).Scan(&m.ID)
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}

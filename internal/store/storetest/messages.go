@@ -15,6 +15,7 @@ var messageTests = map[string]func(*testing.T, opener){
 	"Limit":                  testMessagesLimit,
 	"UsageAddsToChat":        testMessageUsage,
 	"UnknownChat":            testMessageUnknownChat,
+	"ReservedID":             testReservedMessageID,
 }
 
 var queuedTests = map[string]func(*testing.T, opener){
@@ -256,4 +257,45 @@ func testQueuedUnknownChat(t *testing.T, open opener) {
 		return tx.InsertQueued(t.Context(), &chat.QueuedMessage{ChatID: "missing", Parts: []chat.Part{chat.TextPart("x")}})
 	})
 	wantErr(t, "InsertQueued into a missing chat", err, store.ErrNotFound)
+}
+
+// testReservedMessageID: an id reserved before other messages are inserted
+// is taken by the message inserted with it, never by another, and later
+// reservations are greater.
+func testReservedMessageID(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	first := appendMessage(t, s, textMessage(c.ID, "before"))
+	id, err := s.ReserveMessageID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id <= first.ID {
+		t.Fatalf("reserved %d after message %d", id, first.ID)
+	}
+	other := addChat(t, s, chat.Chat{})
+	between := appendMessage(t, s, textMessage(other.ID, "another chat meanwhile"))
+	if between.ID == id {
+		t.Fatalf("a plain insert took the reserved id %d", id)
+	}
+	m := textMessage(c.ID, "reserved")
+	m.ID = id
+	m = appendMessage(t, s, m)
+	wantEqual(t, "inserted id", m.ID, id)
+	after := appendMessage(t, s, textMessage(c.ID, "after"))
+	if after.ID <= id {
+		t.Fatalf("message after the reserved one got id %d <= %d", after.ID, id)
+	}
+	next, err := s.ReserveMessageID(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next <= after.ID {
+		t.Fatalf("reservation %d not above %d", next, after.ID)
+	}
+	msgs := listMessages(t, s, c.ID, 0, 10)
+	if len(msgs) != 3 || msgs[1].ID != id || msgs[1].Parts[0].Text != "reserved" {
+		t.Fatalf("history %+v", msgs)
+	}
 }

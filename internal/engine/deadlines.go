@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// expireBatch bounds the deadlines handled per poll.
+const expireBatch = 100
+
+// expireActions resumes requires_action chats whose deadline passed: each
+// open call gets a synthetic error result, so the model can react, and the
+// chat becomes pending. Any replica may do it; the row lock and the status
+// check make it happen once.
+func (e *Engine) expireActions(ctx context.Context) {
+	ids, err := e.st.ExpiredActions(ctx, expireBatch)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("list expired deadlines", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if err := e.expireAction(ctx, id); err != nil && ctx.Err() == nil {
+			e.log.Error("expire deadline", "chat", id, "err", err)
+		}
+	}
+}
+
+func (e *Engine) expireAction(ctx context.Context, id string) error {
+	var n events.Notice
+	err := e.st.InTx(ctx, func(tx store.Tx) error {
+		n = events.Notice{}
+		c, err := tx.LockChat(ctx, id)
+		if err != nil {
+			return err
+		}
+		if c.Status != chat.RequiresAction || c.ActionDeadline == nil || c.ActionDeadline.After(time.Now()) {
+			return nil // someone answered, or it moved on, first
+		}
+		history, err := loadHistory(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if open := chat.UnresolvedCalls(history); len(open) > 0 {
+			m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonDeadline)}
+			if err := tx.InsertMessage(ctx, &m); err != nil {
+				return err
+			}
+			n.Message(m)
+		}
+		after, err := tx.TransitionChat(ctx, id, store.Transition{From: chat.RequiresAction, To: chat.Pending})
+		if err != nil {
+			return err
+		}
+		n.StatusChanged(chat.RequiresAction, after)
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("expire deadline of %s: %w", id, err)
+	}
+	n.Publish(ctx, e.ps, e.log)
+	return nil
+}

@@ -1,0 +1,230 @@
+// Package engine runs chats: workers acquire pending chats from the store
+// under a lease, run the model-and-tools loop step by step, and let go when
+// the chat is idle, needs the client's tool results, or fails (DESIGN.md
+// sections 2 and 3). Every write a worker makes is fenced by its lease, so a
+// worker that lost its chat writes nothing more; any replica recovers a chat
+// whose worker died.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Config tunes the engine. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	WorkerID          string        // unique per process; generated when empty
+	Concurrency       int           // chats this process runs at once
+	LeaseTTL          time.Duration // how long a lease lasts without renewal
+	Heartbeat         time.Duration // how often a running chat's lease is renewed
+	PollInterval      time.Duration // fallback for lost wake-ups, lease recovery and deadlines
+	MaxSteps          int           // model calls per run
+	ToolResultTimeout time.Duration // default requires_action deadline
+	Retry             llm.RetryPolicy
+	DeltaFlush        time.Duration // how long deltas are batched before publishing
+}
+
+// DefaultConfig returns the defaults of DESIGN.md section 2.
+func DefaultConfig() Config {
+	return Config{
+		Concurrency:       64,
+		LeaseTTL:          15 * time.Second,
+		Heartbeat:         5 * time.Second,
+		PollInterval:      2 * time.Second,
+		MaxSteps:          50,
+		ToolResultTimeout: 10 * time.Minute,
+		Retry:             llm.DefaultRetryPolicy(),
+		DeltaFlush:        2 * time.Millisecond,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = d.LeaseTTL
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = d.Heartbeat
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = d.PollInterval
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = d.MaxSteps
+	}
+	if c.ToolResultTimeout <= 0 {
+		c.ToolResultTimeout = d.ToolResultTimeout
+	}
+	if c.Retry.MaxAttempts == 0 {
+		c.Retry = d.Retry
+	}
+	if c.DeltaFlush <= 0 {
+		c.DeltaFlush = d.DeltaFlush
+	}
+	return c
+}
+
+// Models resolves the model name a chat was created with.
+type Models interface {
+	Model(name string) (llm.Model, bool)
+}
+
+// Tools runs a step's tool calls (internal/tools implements it).
+type Tools interface {
+	// Defs lists every server-side tool as the model sees it.
+	Defs(ctx context.Context) ([]llm.ToolDef, error)
+	// Run executes the server-side calls of one step and sorts out the rest.
+	Run(ctx context.Context, chatID string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) ToolOutcome
+}
+
+// ToolOutcome is what became of one step's tool calls.
+type ToolOutcome struct {
+	Results []chat.Part     // tool-result parts of every call not left for the client, in call order
+	Pending []chat.ToolCall // dynamic calls left for the client, in call order
+	Failure *chat.ChatError // a source failed: the chat ends in error
+}
+
+// Engine runs this process's workers. Create it with New; Run blocks.
+type Engine struct {
+	cfg    Config
+	st     store.Store
+	ps     pubsub.PubSub
+	models Models
+	tools  Tools
+	log    *slog.Logger
+
+	slots chan struct{} // one token per chat this process may run
+	wg    sync.WaitGroup
+}
+
+// New returns an engine; tools may be nil (no server-side tools).
+func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tools Tools, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if tools == nil {
+		tools = noTools{}
+	}
+	cfg = cfg.withDefaults()
+	return &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tools,
+		log:   log.With("worker", cfg.WorkerID),
+		slots: make(chan struct{}, cfg.Concurrency)}
+}
+
+// WorkerID is the id this engine's leases carry.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Run acquires and runs pending chats until ctx is done. It wakes on the work
+// topic and polls every PollInterval, when it also recovers expired leases
+// and expires requires_action deadlines. When ctx is done it hands every
+// chat it runs back (pending) and returns once they are all let go.
+func (e *Engine) Run(ctx context.Context) error {
+	wake, err := e.ps.Subscribe(ctx, events.WorkTopic)
+	if err != nil {
+		return fmt.Errorf("engine: subscribe to wake-ups: %w", err)
+	}
+	defer wake.Close()
+	runs, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRuns(errShutdown)
+	poll := time.NewTicker(e.cfg.PollInterval)
+	defer poll.Stop()
+
+	e.maintain(ctx)
+	for {
+		e.fill(ctx, runs)
+		select {
+		case <-ctx.Done():
+			stopRuns(errShutdown)
+			e.wg.Wait()
+			return nil
+		case _, ok := <-wake.C():
+			if !ok { // lagged or closed: resubscribe, and poll meanwhile
+				wake.Close()
+				if wake, err = e.ps.Subscribe(ctx, events.WorkTopic); err != nil && ctx.Err() == nil {
+					return fmt.Errorf("engine: resubscribe to wake-ups: %w", err)
+				}
+			}
+		case <-poll.C:
+			e.maintain(ctx)
+		}
+	}
+}
+
+// fill acquires pending chats while this process has free slots.
+func (e *Engine) fill(ctx, runs context.Context) {
+	for ctx.Err() == nil {
+		select {
+		case e.slots <- struct{}{}:
+		default:
+			return // every slot busy; a finishing run calls fill again
+		}
+		c, lease, err := e.st.AcquireChat(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL)
+		if err != nil {
+			<-e.slots
+			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+				e.log.Error("acquire chat", "err", err)
+			}
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer func() { <-e.slots; e.fill(ctx, runs) }()
+			e.runChat(runs, c, lease)
+		}()
+	}
+}
+
+// maintain does the periodic work any replica may do for all: recover chats
+// whose worker died, and resume chats whose client missed its deadline.
+func (e *Engine) maintain(ctx context.Context) {
+	ids, err := e.st.RecoverExpiredLeases(ctx)
+	if err != nil && ctx.Err() == nil {
+		e.log.Error("recover expired leases", "err", err)
+	}
+	for _, id := range ids {
+		e.log.Warn("recovered a chat whose worker stopped renewing its lease", "chat", id)
+	}
+	if len(ids) > 0 {
+		n := events.Notice{Wake: true}
+		n.Publish(ctx, e.ps, e.log)
+	}
+	e.expireActions(ctx)
+}
+
+// noTools is the Tools of an engine without server-side tools.
+type noTools struct{}
+
+func (noTools) Defs(context.Context) ([]llm.ToolDef, error) { return nil, nil }
+func (noTools) Run(_ context.Context, _ string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) ToolOutcome {
+	var out ToolOutcome
+	for _, c := range calls {
+		if _, ok := dynamic[c.ToolName]; ok {
+			out.Pending = append(out.Pending, c)
+		} else {
+			out.Results = append(out.Results, chat.SyntheticResults([]chat.ToolCall{c}, "unknown tool "+c.ToolName)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+)
+
+func TestTextAnswerEndsWaitingWithUsageAndCost(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Reasoning: "think", Text: "Hello there", Usage: llmtest.Usage{InputTokens: 1000, OutputTokens: 500}})
+	h.start(nil)
+	c := h.create("hi")
+	c = h.waitStatus(c.ID, chat.Waiting)
+
+	msgs := h.history(c.ID)
+	if len(msgs) != 2 || msgs[1].Role != chat.RoleAssistant {
+		t.Fatalf("history: %+v", msgs)
+	}
+	var text string
+	for _, p := range msgs[1].Parts {
+		if p.Type == chat.PartText {
+			text += p.Text
+		}
+	}
+	if text != "Hello there" {
+		t.Fatalf("assistant text %q", text)
+	}
+	// Prices in the harness: 1 per Mtok in, 2 out: 1000*1 + 500*2 = 2000 micro-units.
+	want := chat.Usage{InputTokens: 1000, OutputTokens: 500, CostMicros: 2000}
+	if msgs[1].Usage == nil || *msgs[1].Usage != want || c.Usage != want {
+		t.Fatalf("usage: message %+v, chat %+v, want %+v", msgs[1].Usage, c.Usage, want)
+	}
+	if c.WorkerID != "" {
+		t.Fatalf("a waiting chat keeps worker %q", c.WorkerID)
+	}
+}
+
+func TestServerToolLoopAndResultsReachTheModel(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}, {ID: "c2", Name: "add", Args: `{"a":3,"b":4}`}}},
+		llmtest.Turn{Text: "3 and 7"},
+	)
+	tools := &echoTools{}
+	h.start(tools)
+	c := h.create("add things")
+	h.waitStatus(c.ID, chat.Waiting)
+
+	reqs := h.waitRequests(2)
+	body := string(reqs[1].Body)
+	for _, want := range []string{`"tool_call_id":"c1"`, `"tool_call_id":"c2"`, `"content":"3"`, `"content":"7"`} {
+		if !strings.Contains(strings.ReplaceAll(body, " ", ""), want) {
+			t.Errorf("second request lacks %s: %s", want, body)
+		}
+	}
+	msgs := h.history(c.ID)
+	if len(msgs) != 4 || msgs[2].Role != chat.RoleTool || len(msgs[2].Parts) != 2 || msgs[2].Parts[0].ToolCallID != "c1" {
+		t.Fatalf("history: %+v", msgs)
+	}
+}
+
+func TestDynamicToolRequiresActionThenDeadlineResumes(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) { c.ToolResultTimeout = 300 * time.Millisecond })
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "w1", Name: "get_weather", Args: `{"city":"Paris"}`}, {ID: "a1", Name: "add", Args: `{"a":1,"b":1}`}}},
+		llmtest.Turn{Text: "no weather today"},
+	)
+	h.start(&echoTools{})
+	dyn := chat.DynamicTool{Name: "get_weather", Description: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	c := h.create("weather?", dyn)
+	c = h.waitStatus(c.ID, chat.RequiresAction)
+	if c.ActionDeadline == nil || c.WorkerID != "" {
+		t.Fatalf("requires_action chat: deadline %v, worker %q", c.ActionDeadline, c.WorkerID)
+	}
+	// The server-side call of the same step already has its result.
+	msgs := h.history(c.ID)
+	if last := msgs[len(msgs)-1]; last.Role != chat.RoleTool || len(last.Parts) != 1 || last.Parts[0].ToolCallID != "a1" {
+		t.Fatalf("server result of the step: %+v", last)
+	}
+	// Nobody answers: the deadline passes, a synthetic result lets the model react.
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs = h.history(c.ID)
+	var found bool
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolResult && p.ToolCallID == "w1" && p.IsError && strings.Contains(string(p.Output), "deadline") {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no deadline result for w1: %+v", msgs)
+	}
+}
+
+func TestProviderErrorEndsInErrorAndRetryContinues(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "bad model input"}, llmtest.Turn{Text: "fine now"})
+	h.start(nil)
+	c := h.create("hi")
+	c = h.waitStatus(c.ID, chat.Error)
+	if c.LastError == nil || c.LastError.HTTPStatus != 400 || c.LastError.Provider != "openai" || c.LastError.Retryable {
+		t.Fatalf("last_error: %+v", c.LastError)
+	}
+	if _, err := h.svc.Retry(context.Background(), owner, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	c = h.waitStatus(c.ID, chat.Waiting)
+	if c.LastError != nil {
+		t.Fatalf("last_error kept after a good run: %+v", c.LastError)
+	}
+}
+
+func TestRateLimitIsRetriedWithRetryEvent(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "slow down", RetryAfter: time.Millisecond}, llmtest.Turn{Text: "ok"})
+	c := h.create("hi")
+	evs := h.subscribe(c.ID)
+	h.start(nil)
+	h.waitStatus(c.ID, chat.Waiting)
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Kind == events.KindRetry {
+				if ev.Retry.Attempt != 2 || !strings.Contains(ev.Retry.Error, "429") {
+					t.Fatalf("retry event %+v", ev.Retry)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("no retry event")
+		}
+	}
+}
+
+func TestMaxStepsEndsInError(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) { c.MaxSteps = 3 })
+	for i := range 3 {
+		h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c" + string(rune('a'+i)), Name: "add", Args: `{}`}}})
+	}
+	h.start(&echoTools{})
+	c := h.create("loop forever")
+	c = h.waitStatus(c.ID, chat.Error)
+	if c.LastError == nil || c.LastError.Kind != "max_steps" {
+		t.Fatalf("last_error %+v", c.LastError)
+	}
+	if n := len(h.fake.Requests()); n != 3 {
+		t.Fatalf("%d model calls, want 3", n)
+	}
+}
+
+func TestQueuedMessagesArePromotedInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "first answer", FirstChunkDelay: 300 * time.Millisecond}, llmtest.Turn{Text: "second answer"})
+	h.start(nil)
+	c := h.create("one")
+	h.waitStatus(c.ID, chat.Running)
+	for _, m := range []string{"two", "three"} {
+		raw, _ := json.Marshal(m)
+		res, err := h.svc.PostMessage(context.Background(), owner, c.ID, raw, chat.BusyQueue)
+		if err != nil || res.Queued == nil {
+			t.Fatalf("post %s: %+v %v", m, res, err)
+		}
+	}
+	h.waitRequests(2)
+	h.waitStatus(c.ID, chat.Waiting)
+	var users []string
+	for _, m := range h.history(c.ID) {
+		if m.Role == chat.RoleUser {
+			users = append(users, m.Parts[0].Text)
+		}
+	}
+	if strings.Join(users, ",") != "one,two,three" {
+		t.Fatalf("user messages %v", users)
+	}
+	reqs := h.fake.Requests()
+	if !strings.Contains(string(reqs[1].Body), "three") || !strings.Contains(string(reqs[1].Body), "first answer") {
+		t.Fatalf("second request lacks the promoted messages: %s", reqs[1].Body)
+	}
+}
+
+func TestInterruptCancelsTheCallFastAndKeepsPartialOutput(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "partial words then more", ChunkSize: 8, HoldAfter: 3}, llmtest.Turn{Text: "answer to the interrupt"})
+	h.start(nil)
+	c := h.create("tell me a long story")
+	evs := h.subscribe(c.ID)
+	// Wait until some deltas were published, so there is partial output.
+	deadline := time.After(5 * time.Second)
+wait:
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Kind == events.KindPart {
+				break wait
+			}
+		case <-deadline:
+			t.Fatal("no part event")
+		}
+	}
+	start := time.Now()
+	raw, _ := json.Marshal("stop, answer this instead")
+	if _, err := h.svc.PostMessage(context.Background(), owner, c.ID, raw, chat.BusyInterrupt); err != nil {
+		t.Fatal(err)
+	}
+	// The held stream ends when the provider call is cancelled: the next
+	// request reaches the fake once the interrupt is handled.
+	h.waitRequests(2)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("interrupt took %v", d)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	if len(msgs) < 4 || msgs[1].Role != chat.RoleAssistant || !strings.HasPrefix(msgs[1].Parts[0].Text, "partial") {
+		t.Fatalf("partial output not persisted: %+v", msgs)
+	}
+	if msgs[2].Role != chat.RoleUser || msgs[2].Parts[0].Text != "stop, answer this instead" {
+		t.Fatalf("interrupting message not promoted: %+v", msgs[2])
+	}
+}
+
+func TestShutdownHandsTheChatBack(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "never finishes", HoldAfter: 1}, llmtest.Turn{Text: "done by the second engine"})
+	stop := h.start(nil)
+	c := h.create("hi")
+	h.waitStatus(c.ID, chat.Running)
+	h.waitRequests(1)
+	stop()
+	c = h.waitStatus(c.ID, chat.Pending)
+	if len(h.history(c.ID)) != 1 {
+		t.Fatalf("a handed-back step wrote messages: %+v", h.history(c.ID))
+	}
+	h.start(nil)
+	h.waitStatus(c.ID, chat.Waiting)
+}

@@ -1,0 +1,342 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/llm/openai"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/pubsub/memory"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+)
+
+const owner = "alice"
+
+// harness is one engine on a fresh SQLite database, a memory pubsub and a
+// fake OpenAI server reached through the official SDK.
+type harness struct {
+	t    *testing.T
+	st   store.Store
+	ps   pubsub.PubSub
+	svc  *service.Service
+	fake *llmtest.OpenAIChat
+	cfg  engine.Config
+
+	logs *logCapture
+
+	mu      sync.Mutex
+	engines []func() // stops each started engine
+}
+
+// logCapture keeps the engines' log records, so tests can wait for one.
+type logCapture struct {
+	mu   sync.Mutex
+	recs []string
+}
+
+// captureHandler writes records, with their attributes, into a logCapture.
+type captureHandler struct {
+	l     *logCapture
+	attrs string
+}
+
+func (c captureHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (c captureHandler) WithGroup(string) slog.Handler            { return c }
+func (c captureHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	for _, a := range as {
+		c.attrs += " " + a.String()
+	}
+	return c
+}
+func (c captureHandler) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message + c.attrs
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	c.l.mu.Lock()
+	c.l.recs = append(c.l.recs, line)
+	c.l.mu.Unlock()
+	return nil
+}
+
+// waitLog waits for a record containing every one of parts.
+func (h *harness) waitLog(parts ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		h.logs.mu.Lock()
+		for _, r := range h.logs.recs {
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(r, p)
+			}
+			if ok {
+				h.logs.mu.Unlock()
+				return
+			}
+		}
+		h.logs.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("no log record with %q", parts)
+}
+
+// models is a fixed engine.Models.
+type models map[string]llm.Model
+
+func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return v, ok }
+
+func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps := memory.New()
+	h := &harness{t: t, st: st, ps: ps, fake: llmtest.NewOpenAIChat(t), logs: &logCapture{}}
+	h.cfg = engine.Config{
+		Concurrency:  8,
+		LeaseTTL:     2 * time.Second,
+		Heartbeat:    100 * time.Millisecond,
+		PollInterval: 100 * time.Millisecond,
+		MaxSteps:     5,
+		Retry:        llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+		DeltaFlush:   time.Millisecond,
+	}
+	for _, f := range tune {
+		f(&h.cfg)
+	}
+	cfg := config.Default()
+	cfg.Models = []config.Model{{Name: "fake", Provider: "openai", Model: "gpt-test"}}
+	cfg.DefaultModel = "fake"
+	h.svc = service.New(st, ps, &cfg, nil)
+	if _, err := st.InTx(ctx, func(tx store.Tx) error { _, err := tx.CreateOwner(ctx, owner); return err }), error(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.stopAll()
+		checkInvariants(t, st)
+		ps.Close()
+		st.Close()
+	})
+	return h
+}
+
+func (h *harness) models() models {
+	p := openai.NewChat(openai.Config{BaseURL: h.fake.URL, APIKey: "test-key"})
+	return models{"fake": {Name: "fake", Provider: p, ModelID: "gpt-test", InputPerMTok: 1, OutputPerMTok: 2}}
+}
+
+// start runs an engine until the test ends or stop is called.
+func (h *harness) start(tools engine.Tools) (stop func()) {
+	e := engine.New(h.cfg, h.st, h.ps, h.models(), tools, slog.New(captureHandler{l: h.logs}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	h.mu.Lock()
+	h.engines = append(h.engines, stop)
+	h.mu.Unlock()
+	return stop
+}
+
+func (h *harness) stopAll() {
+	h.mu.Lock()
+	stops := h.engines
+	h.mu.Unlock()
+	for _, s := range stops {
+		s()
+	}
+}
+
+// create makes a chat with a first message.
+func (h *harness) create(msg string, dyn ...chat.DynamicTool) chat.Chat {
+	h.t.Helper()
+	raw, _ := json.Marshal(msg)
+	c, err := h.svc.CreateChat(context.Background(), owner, service.NewChat{Message: raw, DynamicTools: dyn})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+// waitStatus waits until the chat is in want, failing after a deadline.
+func (h *harness) waitStatus(id string, want chat.Status) chat.Chat {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := h.st.GetChat(context.Background(), id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if c.Status == want {
+			return c
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("chat %s is %s (last_error %+v), want %s", id, c.Status, c.LastError, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitRequests waits until the fake has received n requests.
+func (h *harness) waitRequests(n int) []llmtest.Request {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r := h.fake.Requests(); len(r) >= n {
+			return r
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the fake got %d requests, want %d", len(h.fake.Requests()), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *harness) history(id string) []chat.Message {
+	h.t.Helper()
+	msgs, err := h.st.ListMessages(context.Background(), id, 0, store.MaxPageSize)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return msgs
+}
+
+// subscribe returns the chat's live events.
+func (h *harness) subscribe(id string) <-chan events.ChatEvent {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	sub, err := h.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := make(chan events.ChatEvent, 1024)
+	go func() {
+		for m := range sub.C() {
+			var ev events.ChatEvent
+			if json.Unmarshal(m.Payload, &ev) == nil {
+				out <- ev
+			}
+		}
+	}()
+	return out
+}
+
+// checkInvariants is run after every engine test: every persisted tool call
+// has exactly one result, unless its chat waits in requires_action for it.
+func checkInvariants(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for _, status := range chat.Statuses {
+		page, err := st.ListChats(ctx, store.ChatQuery{Owner: owner, Statuses: []chat.Status{status}, Limit: store.MaxPageSize})
+		if err != nil {
+			t.Errorf("invariants: %v", err)
+			return
+		}
+		for _, c := range page.Chats {
+			if err := callsResolved(ctx, st, c); err != nil {
+				t.Errorf("invariant broken in chat %s (%s): %v", c.ID, c.Status, err)
+			}
+		}
+	}
+}
+
+func callsResolved(ctx context.Context, st store.Store, c chat.Chat) error {
+	msgs, err := st.ListMessages(ctx, c.ID, 0, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	calls, results := map[string]int{}, map[string]int{}
+	var order []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.Type {
+			case chat.PartToolCall:
+				calls[p.ToolCallID]++
+				order = append(order, p.ToolCallID)
+			case chat.PartToolResult:
+				results[p.ToolCallID]++
+			}
+		}
+	}
+	open := map[string]bool{}
+	if c.Status == chat.RequiresAction || c.Status == chat.Running {
+		for _, tc := range chat.UnresolvedCalls(msgs) {
+			open[tc.ToolCallID] = true
+		}
+	}
+	var errs []error
+	for _, id := range order {
+		if calls[id] != 1 {
+			errs = append(errs, fmt.Errorf("tool call %s appears %d times", id, calls[id]))
+		}
+		if results[id] != 1 && !(results[id] == 0 && open[id]) {
+			errs = append(errs, fmt.Errorf("tool call %s has %d results", id, results[id]))
+		}
+	}
+	for id := range results {
+		if calls[id] == 0 {
+			errs = append(errs, fmt.Errorf("result for unknown call %s", id))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// echoTools is a Tools with one server-side tool, "add", summing a and b,
+// that counts its invocations.
+type echoTools struct {
+	mu    sync.Mutex
+	calls int
+	block chan struct{} // when not nil, each call waits on it (or its ctx)
+}
+
+func (e *echoTools) Defs(context.Context) ([]llm.ToolDef, error) {
+	return []llm.ToolDef{{Name: "add", Description: "adds", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+
+func (e *echoTools) Run(ctx context.Context, _ string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) engine.ToolOutcome {
+	var out engine.ToolOutcome
+	for _, c := range calls {
+		if _, ok := dynamic[c.ToolName]; ok {
+			out.Pending = append(out.Pending, c)
+			continue
+		}
+		e.mu.Lock()
+		e.calls++
+		e.mu.Unlock()
+		if e.block != nil {
+			select {
+			case <-e.block:
+			case <-ctx.Done():
+				out.Results = append(out.Results, chat.SyntheticResults([]chat.ToolCall{c}, "cancelled")...)
+				continue
+			}
+		}
+		var in struct{ A, B int }
+		_ = json.Unmarshal(c.Args, &in)
+		res, _ := json.Marshal(in.A + in.B)
+		out.Results = append(out.Results, chat.Part{Type: chat.PartToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Output: res})
+	}
+	return out
+}

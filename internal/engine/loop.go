@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Reasons written into synthetic results.
+const (
+	reasonWorkerStopped = "not executed: the worker running this step stopped before the tool finished"
+	reasonDeadline      = "no result before deadline"
+)
+
+// loop runs steps until the chat is let go. A returned error is a failure of
+// parley itself (the database), not of the model or a tool; a lost lease
+// returns store.ErrLeaseLost.
+func (r *run) loop(ctx context.Context) error {
+	if r.chat.InterruptRequested {
+		// The interrupt arrived while no step ran (the worker that was asked
+		// died): there is nothing to stop, so answer the queued messages.
+		if err := r.finishInterrupted(); err != nil {
+			return err
+		}
+		return nil
+	}
+	model, ok := r.e.models.Model(r.chat.Model)
+	if !ok {
+		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)})
+		return nil
+	}
+	for step := 1; ; step++ {
+		if step > r.e.cfg.MaxSteps {
+			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)})
+			return nil
+		}
+		history, err := r.history(ctx)
+		if err != nil {
+			return r.stopped(ctx, err)
+		}
+		done, err := r.step(ctx, model, history)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// history loads the chat's messages, first answering any call a dead worker
+// left without a result, so the model never sees a dangling call.
+func (r *run) history(ctx context.Context) ([]chat.Message, error) {
+	msgs, err := loadHistory(ctx, r.e.st, r.chat.ID)
+	if err != nil {
+		return nil, err
+	}
+	open := chat.UnresolvedCalls(msgs)
+	if len(open) == 0 {
+		return msgs, nil
+	}
+	m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonWorkerStopped)}
+	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := tx.InsertMessage(ctx, &m); err != nil {
+			return err
+		}
+		n.Message(m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(msgs, m), nil
+}
+
+// step makes one model call and runs its tool calls. done reports that the
+// run let go of the chat.
+func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message) (done bool, err error) {
+	defs, err := r.e.tools.Defs(ctx)
+	if err != nil {
+		return false, r.stopped(ctx, err)
+	}
+	dynamic := make(map[string]json.RawMessage, len(r.chat.DynamicTools))
+	for _, t := range r.chat.DynamicTools {
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		dynamic[t.Name] = t.InputSchema
+	}
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: history, Tools: defs}
+
+	msgID, err := r.e.st.ReserveMessageID(ctx)
+	if err != nil {
+		return false, r.stopped(ctx, err)
+	}
+	pub := r.steps.begin(r.e, r.chat.ID, msgID)
+	provider := llm.Retrying(model.Provider, r.e.cfg.Retry, func(info llm.RetryInfo) {
+		r.e.announce(ctx, func(n *events.Notice) {
+			n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindRetry, Retry: &events.RetryInfo{
+				Attempt: info.Attempt, DelayMS: info.Delay.Milliseconds(), Error: info.Err.Error()}})
+		})
+	})
+	res, callErr := provider.Stream(ctx, req, pub.emit)
+	pub.end()
+	if callErr != nil {
+		if ctx.Err() != nil {
+			return true, r.cutShort(ctx, msgID, pub.partial())
+		}
+		r.fail(modelError(callErr))
+		return true, nil
+	}
+
+	asst := chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
+		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
+	calls := toolCalls(res.Parts)
+	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := tx.InsertMessage(ctx, &asst); err != nil {
+			return err
+		}
+		n.Message(asst)
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if len(calls) == 0 {
+		return true, r.finishIdle()
+	}
+
+	out := r.e.tools.Run(ctx, r.chat.ID, calls, dynamic)
+	if len(out.Results) > 0 {
+		results := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
+		err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+			if err := tx.InsertMessage(ctx, &results); err != nil {
+				return err
+			}
+			n.Message(results)
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return true, r.cutShort(ctx, 0, nil)
+	case out.Failure != nil:
+		r.fail(out.Failure)
+		return true, nil
+	case len(out.Pending) > 0:
+		return true, r.requireAction(out.Pending)
+	}
+	return false, nil
+}
+
+// cutShort ends a run whose context was cancelled, by its cause: an
+// interrupt persists the partial answer (as message msgID) and cancels open
+// calls; a shutdown hands the chat back; a lost lease writes nothing.
+func (r *run) cutShort(ctx context.Context, msgID int64, partial []chat.Part) error {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errLeaseLost):
+		return store.ErrLeaseLost
+	case errors.Is(cause, errInterrupted):
+		if len(partial) > 0 {
+			m := chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: partial}
+			err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+				if err := tx.InsertMessage(ctx, &m); err != nil {
+					return err
+				}
+				n.Message(m)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return r.finishInterrupted()
+	default:
+		r.handBack()
+		return nil
+	}
+}
+
+// stopped handles an error met while the run's context may be cancelled: a
+// cancelled run ends by its cause, anything else is returned.
+func (r *run) stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return r.cutShort(ctx, 0, nil)
+	}
+	return err
+}
+
+// modelError turns a failed model call into the chat's last_error.
+func modelError(err error) *chat.ChatError {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return &chat.ChatError{Kind: le.Kind, Message: le.Message, Provider: le.Provider, HTTPStatus: le.HTTPStatus, Retryable: le.Retryable}
+	}
+	return &chat.ChatError{Kind: "provider", Message: err.Error()}
+}
+
+// toolCalls lists the tool-call parts of an answer.
+func toolCalls(parts []chat.Part) []chat.ToolCall {
+	var calls []chat.ToolCall
+	for _, p := range parts {
+		if p.Type == chat.PartToolCall {
+			calls = append(calls, chat.ToolCall{ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args})
+		}
+	}
+	return calls
+}
+
+// loadHistory reads a chat's whole history in pages.
+func loadHistory(ctx context.Context, r store.Reader, chatID string) ([]chat.Message, error) {
+	var all []chat.Message
+	var after int64
+	for {
+		page, err := r.ListMessages(ctx, chatID, after, store.MaxPageSize)
+		if err != nil {
+			return nil, fmt.Errorf("load history of %s: %w", chatID, err)
+		}
+		all = append(all, page...)
+		if len(page) < store.MaxPageSize {
+			return all, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}

@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Why a run's context was cancelled (context.Cause).
+var (
+	errShutdown    = errors.New("the server is shutting down")
+	errInterrupted = errors.New("interrupted by the user")
+	errLeaseLost   = errors.New("lease lost")
+)
+
+// writeTimeout bounds each fenced write; writes use a context detached from
+// the run's, so an interrupt or shutdown does not stop the write that
+// records it.
+const writeTimeout = 10 * time.Second
+
+// run is one worker's hold on one chat, from acquire to let go.
+type run struct {
+	e     *Engine
+	chat  chat.Chat
+	lease store.Lease
+	log   *slog.Logger
+	steps *stepState // the step in progress, for snapshots; nil between steps
+}
+
+// runChat runs the chat until it is let go. ctx ends on shutdown.
+func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState()}
+	e.announce(ctx, func(n *events.Notice) { n.StatusChanged(chat.Pending, c) })
+
+	ctl, err := e.ps.Subscribe(ctx, events.ControlTopic(c.ID))
+	if err != nil {
+		r.log.Error("subscribe to control topic", "err", err)
+		r.handBack()
+		return
+	}
+	defer ctl.Close()
+	go r.watch(ctx, cancel, ctl.C())
+
+	if err := r.loop(ctx); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			r.log.Warn("lease lost: this worker writes nothing more for the chat")
+			return
+		}
+		r.log.Error("run failed", "err", err)
+		r.fail(&chat.ChatError{Kind: "internal", Message: err.Error()})
+	}
+}
+
+// watch renews the lease and listens to the chat's control topic until ctx
+// ends: a lost lease or an interrupt cancels the run with its cause, and a
+// snapshot request is answered with the step so far.
+func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl <-chan pubsub.Message) {
+	beat := time.NewTicker(r.e.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+			interrupt, err := r.e.st.RenewLease(ctx, r.lease, r.e.cfg.LeaseTTL)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				cancel(errLeaseLost)
+				return
+			case err != nil && ctx.Err() == nil:
+				r.log.Warn("renew lease", "err", err) // the next beat tries again before the lease expires
+			case interrupt:
+				cancel(errInterrupted)
+			}
+		case m, ok := <-ctl:
+			if !ok {
+				return
+			}
+			var c events.Control
+			if m.Missed || json.Unmarshal(m.Payload, &c) != nil {
+				continue
+			}
+			switch c.Kind {
+			case events.ControlInterrupt:
+				cancel(errInterrupted)
+			case events.ControlSnapshot:
+				r.steps.answer(ctx, r.e, r.chat.ID, c.Nonce)
+			}
+		}
+	}
+}
+
+// write runs fn in a transaction fenced by the run's lease, then publishes
+// what fn recorded. store.ErrLeaseLost means the chat is no longer ours.
+func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	var n events.Notice
+	err := r.e.st.InTx(ctx, func(tx store.Tx) error {
+		n = events.Notice{}
+		c, err := tx.Fence(ctx, r.lease)
+		if err != nil {
+			return err
+		}
+		r.chat = c
+		return fn(ctx, tx, &n)
+	})
+	if err != nil {
+		return err
+	}
+	n.Publish(ctx, r.e.ps, r.log)
+	return nil
+}
+
+// transition ends a fenced write with a status change from running.
+func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition) error {
+	t.From = chat.Running
+	c, err := tx.TransitionChat(ctx, r.chat.ID, t)
+	if err != nil {
+		return fmt.Errorf("chat to %s: %w", t.To, err)
+	}
+	if c.InterruptRequested && t.To != chat.Running {
+		if err := tx.SetInterruptRequested(ctx, c.ID, false); err != nil {
+			return err
+		}
+		c.InterruptRequested = false
+	}
+	n.StatusChanged(chat.Running, c)
+	r.chat = c
+	return nil
+}
+
+// finishIdle ends a run whose last step had no tool calls: queued messages
+// are promoted into the history (then the chat is pending again), else the
+// chat waits for the user.
+func (r *run) finishIdle() error {
+	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
+		if err != nil {
+			return err
+		}
+		to := chat.Waiting
+		if queued {
+			to = chat.Pending
+		}
+		return r.transition(ctx, tx, n, store.Transition{To: to})
+	})
+}
+
+// finishInterrupted ends a run the user interrupted: the open calls get
+// "cancelled" results, queued messages are promoted, and the chat waits (or
+// is pending, to answer them).
+func (r *run) finishInterrupted() error {
+	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, service.ReasonInterrupted, n); err != nil {
+			return err
+		}
+		queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
+		if err != nil {
+			return err
+		}
+		to := chat.Waiting
+		if queued {
+			to = chat.Pending
+		}
+		return r.transition(ctx, tx, n, store.Transition{To: to})
+	})
+}
+
+// requireAction lets the chat wait for the client's results of calls.
+func (r *run) requireAction(calls []chat.ToolCall) error {
+	timeout := r.chat.ToolResultTimeout
+	if timeout <= 0 {
+		timeout = r.e.cfg.ToolResultTimeout
+	}
+	deadline := time.Now().Add(timeout).UTC().Truncate(time.Microsecond)
+	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := r.transition(ctx, tx, n, store.Transition{To: chat.RequiresAction, ActionDeadline: &deadline}); err != nil {
+			return err
+		}
+		c := r.chat
+		c.RequiredAction = &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: c, ToolCalls: calls})
+		n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindActionRequired, ToolCalls: calls, Deadline: &deadline})
+		return nil
+	})
+}
+
+// fail ends the run in error; the history stays as persisted, and POST
+// /retry continues from it.
+func (r *run) fail(ce *chat.ChatError) {
+	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}); err != nil {
+			return err
+		}
+		n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
+		return nil
+	})
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		r.log.Error("record run failure", "failure", ce.Message, "err", err)
+	}
+}
+
+// handBack returns the chat to pending so another worker continues at once.
+func (r *run) handBack() {
+	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending})
+	})
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		r.log.Error("hand chat back", "err", err)
+	}
+}
+
+// announce publishes a notice built by fn.
+func (e *Engine) announce(ctx context.Context, fn func(n *events.Notice)) {
+	var n events.Notice
+	fn(&n)
+	n.Publish(ctx, e.ps, e.log)
+}

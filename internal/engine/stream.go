@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+)
+
+// stepState is what a run has streamed of the step in progress. Deltas are
+// published in batches (at most DeltaFlush late) on the chat's topic, and
+// kept, so a subscriber that joins mid-step gets them in a snapshot.
+type stepState struct {
+	pubMu sync.Mutex // held while publishing: batches and snapshots leave in order
+
+	mu        sync.Mutex
+	e         *Engine
+	chatID    string
+	msgID     int64          // 0 between steps
+	deltas    []events.Delta // everything streamed of this step
+	published int            // deltas[:published] have been published
+	timer     *time.Timer    // pending flush, if any
+}
+
+func newStepState() *stepState { return &stepState{} }
+
+// begin starts a step whose answer will be message msgID.
+func (s *stepState) begin(e *Engine, chatID string, msgID int64) *stepState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.e, s.chatID, s.msgID, s.deltas, s.published = e, chatID, msgID, nil, 0
+	return s
+}
+
+// emit records one provider event and schedules its publication.
+func (s *stepState) emit(ev llm.Event) error {
+	d := events.Delta{Text: ev.Text, Index: ev.Index}
+	switch ev.Type {
+	case llm.TextDelta:
+		d.Type = events.DeltaText
+	case llm.ReasoningDelta:
+		d.Type = events.DeltaReasoning
+	case llm.ToolCallStart:
+		d.Type, d.ToolCallID, d.ToolName = events.DeltaToolCallStart, ev.ToolCallID, ev.ToolName
+	case llm.ToolCallDelta:
+		d.Type = events.DeltaToolCallDelta
+	default:
+		return nil // ToolCallEnd: the durable message carries the whole call
+	}
+	s.mu.Lock()
+	s.deltas = append(s.deltas, d)
+	if s.timer == nil {
+		s.timer = time.AfterFunc(s.e.cfg.DeltaFlush, s.flush)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// flush publishes the deltas not yet published as one part event.
+func (s *stepState) flush() {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.mu.Lock()
+	s.timer = nil
+	batch := events.PartBatch{MessageID: s.msgID, Seq: s.published, Deltas: s.deltas[s.published:]}
+	s.published = len(s.deltas)
+	e, chatID := s.e, s.chatID
+	s.mu.Unlock()
+	if len(batch.Deltas) == 0 {
+		return
+	}
+	ev := events.ChatEvent{Kind: events.KindPart, Parts: &batch}
+	if err := e.ps.Publish(context.Background(), events.ChatTopic(chatID), events.Encode(ev)); err != nil {
+		e.log.Warn("deltas not published", "chat", chatID, "err", err)
+	}
+}
+
+// end publishes what is left of the step; the step's deltas stay readable by
+// partial until the next begin.
+func (s *stepState) end() {
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.flush()
+	s.mu.Lock()
+	s.msgID = 0
+	s.mu.Unlock()
+}
+
+// partial assembles the text and reasoning streamed so far, for an
+// interrupted step. Tool calls are left out: they never ran, and an
+// unfinished call would need a result of its own.
+func (s *stepState) partial() []chat.Part {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []chat.Part
+	var cur *strings.Builder
+	curType := ""
+	for _, d := range s.deltas {
+		var t string
+		switch d.Type {
+		case events.DeltaText:
+			t = chat.PartText
+		case events.DeltaReasoning:
+			t = chat.PartReasoning
+		default:
+			continue
+		}
+		if t != curType {
+			if cur != nil {
+				parts = append(parts, chat.Part{Type: curType, Text: cur.String()})
+			}
+			cur, curType = &strings.Builder{}, t
+		}
+		cur.WriteString(d.Text)
+	}
+	if cur != nil {
+		parts = append(parts, chat.Part{Type: curType, Text: cur.String()})
+	}
+	return parts
+}
+
+// answer publishes a snapshot of the published deltas of the step in
+// progress (none between steps) for the subscriber that sent nonce.
+func (s *stepState) answer(ctx context.Context, e *Engine, chatID, nonce string) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.mu.Lock()
+	batch := events.PartBatch{MessageID: s.msgID}
+	if s.msgID != 0 {
+		batch.Deltas = append([]events.Delta(nil), s.deltas[:s.published]...)
+	}
+	s.mu.Unlock()
+	ev := events.ChatEvent{Kind: events.KindSnapshot, Nonce: nonce, Parts: &batch}
+	if err := e.ps.Publish(ctx, events.ChatTopic(chatID), events.Encode(ev)); err != nil {
+		e.log.Warn("snapshot not published", "chat", chatID, "err", err)
+	}
+}

@@ -1,0 +1,319 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/tool"
+)
+
+// Options tune the dispatcher; a zero field takes its default.
+type Options struct {
+	// MaxConcurrentCalls bounds the single-Tool calls of one step that run at
+	// once (default 16). Source batches do not count against it.
+	MaxConcurrentCalls int
+	// CallTimeout bounds one Tool.Invoke (default 60s); past it the call's
+	// result is a "timed out" error.
+	CallTimeout time.Duration
+	// BatchTimeout bounds one Source.InvokeBatch (default 2m); past it the
+	// batch is a source-level failure.
+	BatchTimeout time.Duration
+}
+
+// Default option values.
+const (
+	DefaultMaxConcurrentCalls = 16
+	DefaultCallTimeout        = time.Minute
+	DefaultBatchTimeout       = 2 * time.Minute
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrentCalls <= 0 {
+		o.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.BatchTimeout <= 0 {
+		o.BatchTimeout = DefaultBatchTimeout
+	}
+	return o
+}
+
+// Step is the tool calls of one assistant message and what they may call.
+type Step struct {
+	ChatID  string
+	Calls   []chat.ToolCall    // in call order
+	Dynamic []chat.DynamicTool // the chat's dynamic tools, run by the client
+}
+
+// Outcome is what the server made of a step's calls.
+type Outcome struct {
+	// Results answers every call not left to the client, in call order.
+	Results []chat.Part
+	// Pending are the valid dynamic calls, in call order, for the client to
+	// answer. Empty when a source failed: those calls are answered "not
+	// executed" in Results instead.
+	Pending []chat.ToolCall
+	// Failures are the source-level failures of the step, in the order of
+	// each source's first call. When there is any, the chat ends in the error
+	// status with last_error naming Failures[0].Source.
+	Failures []*SourceError
+}
+
+// SourceError is a source-level failure: InvokeBatch returned an error,
+// panicked, timed out or answered the wrong number of results.
+type SourceError struct {
+	Source string
+	Err    error
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("tool source %q failed: %v", e.Source, e.Err)
+}
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// Dispatcher runs the tool calls of model steps against a Registry. It is
+// safe for concurrent use; each step gets its own bounded pool.
+type Dispatcher struct {
+	reg  *Registry
+	opts Options
+	log  *slog.Logger
+	dyn  *schemaCache
+}
+
+// NewDispatcher returns a dispatcher over reg.
+func NewDispatcher(reg *Registry, opts Options, log *slog.Logger) *Dispatcher {
+	return &Dispatcher{reg: reg, opts: opts.withDefaults(), log: log, dyn: newSchemaCache(1024)}
+}
+
+// job is one server-side call ready to run.
+type job struct {
+	index int // in the step's calls
+	call  tool.Call
+	entry *entry
+}
+
+// batch is the calls of one step that belong to one source, in call order.
+type batch struct {
+	source *sourceState
+	jobs   []job
+	err    *SourceError
+}
+
+// Run dispatches one step's calls (DESIGN.md section 3, rules 3 and 4). It
+// refreshes the sources' tool lists first. An unknown tool name, or arguments
+// that are not JSON or fail the tool's schema, get an error result and are not
+// run; this holds for dynamic tools too, so the client only sees valid
+// arguments. Single Tools run one goroutine each through a pool bounded by
+// MaxConcurrentCalls; each source gets one InvokeBatch with exactly its calls;
+// all of them run at once and Run waits for every one. A chat's dynamic tool
+// takes precedence over a server-side tool of the same name, which a source
+// may have declared after the chat was created.
+func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
+	_ = d.reg.Refresh(ctx) // errors are logged; the previous lists stay in use
+	cat := d.reg.snapshot()
+	dynamic := make(map[string]chat.DynamicTool, len(step.Dynamic))
+	for _, t := range step.Dynamic {
+		dynamic[t.Name] = t
+	}
+
+	results := make([]*chat.Part, len(step.Calls))
+	var singles []job
+	var batches []*batch
+	bySource := map[*sourceState]*batch{}
+	var pending []int
+	for i, c := range step.Calls {
+		if dt, ok := dynamic[c.ToolName]; ok {
+			if msg := d.checkDynamic(dt, c.Args); msg != "" {
+				results[i] = errorPart(c, "%s", msg)
+			} else {
+				pending = append(pending, i)
+			}
+			continue
+		}
+		e, ok := cat.byName[c.ToolName]
+		if !ok {
+			results[i] = errorPart(c, "%s", unknownTool(c.ToolName, cat, step.Dynamic))
+			continue
+		}
+		args, msg := checkArgs(e.schema, c.Args)
+		if msg != "" {
+			results[i] = errorPart(c, "tool %q: %s", c.ToolName, msg)
+			continue
+		}
+		j := job{index: i, entry: e, call: tool.Call{ID: c.ToolCallID, Name: c.ToolName, Args: args, ChatID: step.ChatID}}
+		if e.source == nil {
+			singles = append(singles, j)
+			continue
+		}
+		b := bySource[e.source]
+		if b == nil {
+			b = &batch{source: e.source}
+			bySource[e.source] = b
+			batches = append(batches, b)
+		}
+		b.jobs = append(b.jobs, j)
+	}
+
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		wg.Go(func() { d.runBatch(ctx, b, results) })
+	}
+	sem := make(chan struct{}, d.opts.MaxConcurrentCalls)
+	for _, j := range singles {
+		wg.Go(func() { results[j.index] = d.runSingle(ctx, sem, j) })
+	}
+	wg.Wait()
+
+	var out Outcome
+	for _, b := range batches {
+		if b.err != nil {
+			out.Failures = append(out.Failures, b.err)
+		}
+	}
+	for _, i := range pending {
+		c := step.Calls[i]
+		if len(out.Failures) > 0 {
+			results[i] = errorPart(c, "not executed: tool source %q failed", out.Failures[0].Source)
+			continue
+		}
+		out.Pending = append(out.Pending, c)
+	}
+	for _, p := range results {
+		if p != nil {
+			out.Results = append(out.Results, *p)
+		}
+	}
+	return out
+}
+
+// runSingle runs one Tool call once the step's pool has room.
+func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *chat.Part {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return errorPartFor(j.call, "not executed: cancelled: %v", context.Cause(ctx))
+	}
+	defer func() { <-sem }()
+	res, err := guard(ctx, d.opts.CallTimeout, func(ctx context.Context) (tool.Result, error) {
+		return j.entry.tool.Invoke(ctx, j.call)
+	})
+	if err != nil {
+		d.logFailure("tool call failed", err, "tool", j.call.Name, "chat", j.call.ChatID)
+		if ctx.Err() != nil {
+			return errorPartFor(j.call, "cancelled: %v", err)
+		}
+		return errorPartFor(j.call, "tool %q failed: %v", j.call.Name, err)
+	}
+	return resultPart(j.call, res)
+}
+
+// runBatch runs one source's calls in one InvokeBatch and stores a result per
+// call; a source-level failure answers every call with the failure and is
+// recorded in b.err. A cancelled step is no failure of the source.
+func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Part) {
+	calls := make([]tool.Call, len(b.jobs))
+	for i, j := range b.jobs {
+		calls[i] = j.call
+	}
+	res, err := guard(ctx, d.opts.BatchTimeout, func(ctx context.Context) ([]tool.Result, error) {
+		return b.source.src.InvokeBatch(ctx, calls)
+	})
+	if err == nil && len(res) != len(calls) {
+		err = fmt.Errorf("returned %d results for %d calls", len(res), len(calls))
+	}
+	if err != nil {
+		d.logFailure("tool source failed", err, "source", b.source.name, "chat", calls[0].ChatID, "calls", len(calls))
+		cancelled := ctx.Err() != nil
+		if !cancelled {
+			b.err = &SourceError{Source: b.source.name, Err: err}
+		}
+		for _, j := range b.jobs {
+			if cancelled {
+				results[j.index] = errorPartFor(j.call, "cancelled: %v", err)
+			} else {
+				results[j.index] = errorPartFor(j.call, "%v", b.err)
+			}
+		}
+		return
+	}
+	for i, j := range b.jobs {
+		results[j.index] = resultPart(j.call, res[i])
+	}
+}
+
+// checkDynamic validates a dynamic call's arguments against the chat's schema
+// and returns what is wrong, or "".
+func (d *Dispatcher) checkDynamic(t chat.DynamicTool, args json.RawMessage) string {
+	sch, err := d.dyn.get(t.InputSchema)
+	if err != nil {
+		return fmt.Sprintf("tool %q cannot be called: %v", t.Name, err)
+	}
+	if _, msg := checkArgs(sch, args); msg != "" {
+		return fmt.Sprintf("tool %q: %s", t.Name, msg)
+	}
+	return ""
+}
+
+func (d *Dispatcher) logFailure(msg string, err error, attrs ...any) {
+	var p *PanicError
+	if errors.As(err, &p) {
+		attrs = append(attrs, "stack", string(p.Stack))
+	}
+	d.log.Warn(msg, append(attrs, "err", err)...)
+}
+
+// maxListedTools bounds the names an unknown-tool message lists.
+const maxListedTools = 20
+
+// unknownTool tells the model a name is unknown and which names exist.
+func unknownTool(name string, cat *catalog, dynamic []chat.DynamicTool) string {
+	names := make([]string, 0, len(cat.order)+len(dynamic))
+	for _, e := range cat.order {
+		names = append(names, e.decl.Name)
+	}
+	for _, t := range dynamic {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("unknown tool %q", name)
+	switch {
+	case len(names) == 0:
+		return msg + "; no tools are available"
+	case len(names) > maxListedTools:
+		return fmt.Sprintf("%s; available tools: %s and %d more", msg, strings.Join(names[:maxListedTools], ", "), len(names)-maxListedTools)
+	default:
+		return msg + "; available tools: " + strings.Join(names, ", ")
+	}
+}
+
+// resultPart turns a tool's result into a tool-result part. Output that is
+// not JSON would corrupt the history, so it becomes an error result.
+func resultPart(c tool.Call, r tool.Result) *chat.Part {
+	out := r.Output
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	} else if !json.Valid(out) {
+		return errorPartFor(c, "tool %q returned output that is not valid JSON", c.Name)
+	}
+	return &chat.Part{Type: chat.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Output: out, IsError: r.IsError}
+}
+
+// errorPart answers a call with an error result carrying the message.
+func errorPart(c chat.ToolCall, format string, args ...any) *chat.Part {
+	r := tool.Errorf(format, args...)
+	return &chat.Part{Type: chat.PartToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Output: r.Output, IsError: true}
+}
+
+func errorPartFor(c tool.Call, format string, args ...any) *chat.Part {
+	return errorPart(chat.ToolCall{ToolCallID: c.ID, ToolName: c.Name}, format, args...)
+}

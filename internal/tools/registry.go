@@ -1,0 +1,325 @@
+// Package tools holds parley's server-side tools: the Registry of single Tools
+// and Sources, and the Dispatcher that runs the tool calls of one model step
+// (DESIGN.md section 3).
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyhq/parley/tool"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// BuiltinSource is the source name under which single Tools are listed.
+const BuiltinSource = "builtin"
+
+// listTimeout bounds one source's Tools call, which must be cheap.
+const listTimeout = 5 * time.Second
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Decl is a server-side tool as GET /api/v1/tools and the model see it.
+type Decl struct {
+	tool.Decl
+	Source string `json:"source"` // BuiltinSource for single Tools, else the source's name
+}
+
+// entry is one callable server-side tool with its compiled schema.
+type entry struct {
+	decl   tool.Decl
+	schema *jsonschema.Schema
+	tool   tool.Tool    // set for a single Tool
+	source *sourceState // set for a source's tool
+}
+
+// sourceState is a registered source and the tool list parley uses for it.
+type sourceState struct {
+	src     tool.Source
+	name    string
+	entries []*entry // its last accepted tool list, in declared order
+	lastErr string   // the last refresh error, logged once rather than at every step
+}
+
+// catalog is an immutable snapshot of every server-side tool.
+type catalog struct {
+	order  []*entry // single Tools in registration order, then each source's tools
+	byName map[string]*entry
+}
+
+// Registry holds the server's single Tools and Sources. Names are unique
+// across all of them: a clash is an error when a tool or source is added, and
+// when a source's tool list changes (the source then keeps its previous list).
+// It is safe for concurrent use.
+type Registry struct {
+	log *slog.Logger
+
+	mu      sync.Mutex // serialises changes to tools and sources
+	tools   []*entry
+	sources []*sourceState
+
+	cur atomic.Pointer[catalog] // what steps read, without locking
+}
+
+// NewRegistry returns an empty registry that logs to log.
+func NewRegistry(log *slog.Logger) *Registry {
+	r := &Registry{log: log}
+	r.cur.Store(&catalog{byName: map[string]*entry{}})
+	return r
+}
+
+// AddTool registers a single Tool. Its declaration must be valid and its name
+// unused by any other server-side tool.
+func (r *Registry) AddTool(t tool.Tool) error {
+	e, err := newEntry(t.Decl())
+	if err != nil {
+		return fmt.Errorf("add tool: %w", err)
+	}
+	e.tool = t
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if owner := r.owner(e.decl.Name, nil); owner != "" {
+		return fmt.Errorf("add tool %q: the name is already used by %s", e.decl.Name, owner)
+	}
+	r.tools = append(r.tools, e)
+	r.publish()
+	return nil
+}
+
+// AddSource registers a Source and reads its tool list, which must be valid
+// and clash with no other server-side tool. On error the source is not
+// registered and the caller still owns it.
+func (r *Registry) AddSource(ctx context.Context, src tool.Source) error {
+	name := src.Name()
+	if name == "" || name == BuiltinSource {
+		return fmt.Errorf("add tool source %q: the name must be non-empty and not %q", name, BuiltinSource)
+	}
+	decls, err := guard(ctx, listTimeout, src.Tools)
+	if err != nil {
+		return fmt.Errorf("add tool source %q: list tools: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sources {
+		if s.name == name {
+			return fmt.Errorf("add tool source %q: a source of that name is already registered", name)
+		}
+	}
+	s := &sourceState{src: src, name: name}
+	entries, err := r.accept(s, decls)
+	if err != nil {
+		return fmt.Errorf("add tool source %q: %w", name, err)
+	}
+	s.entries = entries
+	r.sources = append(r.sources, s)
+	r.publish()
+	return nil
+}
+
+// Refresh re-reads every source's tool list and adopts the lists that changed.
+// A source whose list cannot be read, is invalid or clashes with another tool
+// keeps its previous list; Refresh logs and returns those errors. The
+// dispatcher refreshes at the start of every step, and so does Decls, so a
+// source's Tools must be cheap.
+func (r *Registry) Refresh(ctx context.Context) error {
+	// One refresh at a time, so an older read never replaces a newer list.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	changed := false
+	for _, s := range r.sources {
+		ok, err := r.refreshSource(ctx, s)
+		changed = changed || ok
+		if err != nil {
+			errs = append(errs, err)
+		}
+		switch {
+		case err == nil:
+			s.lastErr = ""
+		case ctx.Err() != nil:
+			// the caller gave up (an interrupt, a shutdown): nothing to report
+		case err.Error() != s.lastErr:
+			s.lastErr = err.Error()
+			r.log.Error("refresh tool source", "source", s.name, "err", err)
+		}
+	}
+	if changed {
+		r.publish()
+	}
+	return errors.Join(errs...)
+}
+
+// refreshSource re-reads one source's list and reports whether it adopted a
+// changed one. r.mu must be held.
+func (r *Registry) refreshSource(ctx context.Context, s *sourceState) (bool, error) {
+	decls, err := guard(ctx, listTimeout, s.src.Tools)
+	if err != nil {
+		return false, fmt.Errorf("tool source %q: list tools: %w", s.name, err)
+	}
+	if sameDecls(s.entries, decls) {
+		return false, nil
+	}
+	entries, err := r.accept(s, decls)
+	if err != nil {
+		return false, fmt.Errorf("tool source %q: new tool list refused, keeping the previous one: %w", s.name, err)
+	}
+	s.entries = entries
+	return true, nil
+}
+
+// Decls refreshes the sources' lists (see Refresh; errors are logged once) and
+// returns every server-side tool: single Tools in registration order, then
+// each source's tools in the order it declares them.
+func (r *Registry) Decls(ctx context.Context) []Decl {
+	_ = r.Refresh(ctx)
+	return r.snapshot().decls()
+}
+
+// Has reports whether name is a server-side tool, as of the last refresh.
+func (r *Registry) Has(name string) bool {
+	_, ok := r.snapshot().byName[name]
+	return ok
+}
+
+// Close closes every source and returns their errors.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	sources := slices.Clone(r.sources)
+	r.mu.Unlock()
+	var errs []error
+	for _, s := range sources {
+		if err := s.src.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close tool source %q: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// snapshot returns the current catalog.
+func (r *Registry) snapshot() *catalog { return r.cur.Load() }
+
+func (c *catalog) decls() []Decl {
+	out := make([]Decl, len(c.order))
+	for i, e := range c.order {
+		out[i] = Decl{Decl: e.decl, Source: e.sourceName()}
+	}
+	return out
+}
+
+func (e *entry) sourceName() string {
+	if e.source != nil {
+		return e.source.name
+	}
+	return BuiltinSource
+}
+
+// accept validates a source's new tool list against itself and every other
+// server-side tool, and compiles it, reusing the compiled schemas of
+// declarations that did not change. r.mu must be held.
+func (r *Registry) accept(s *sourceState, decls []tool.Decl) ([]*entry, error) {
+	old := map[string]*entry{}
+	for _, e := range s.entries {
+		old[e.decl.Name] = e
+	}
+	entries := make([]*entry, 0, len(decls))
+	seen := map[string]bool{}
+	for _, d := range decls {
+		if seen[d.Name] {
+			return nil, fmt.Errorf("tool %q is declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		if owner := r.owner(d.Name, s); owner != "" {
+			return nil, fmt.Errorf("tool %q: the name is already used by %s", d.Name, owner)
+		}
+		if e, ok := old[d.Name]; ok && sameDecl(e.decl, d) {
+			entries = append(entries, e)
+			continue
+		}
+		e, err := newEntry(d)
+		if err != nil {
+			return nil, err
+		}
+		e.source = s
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// owner names who already uses a tool name, ignoring the source except, or
+// returns "" when the name is free. r.mu must be held.
+func (r *Registry) owner(name string, except *sourceState) string {
+	for _, e := range r.tools {
+		if e.decl.Name == name {
+			return "a built-in tool"
+		}
+	}
+	for _, s := range r.sources {
+		if s == except {
+			continue
+		}
+		for _, e := range s.entries {
+			if e.decl.Name == name {
+				return fmt.Sprintf("tool source %q", s.name)
+			}
+		}
+	}
+	return ""
+}
+
+// publish installs a new catalog built from the current tools and sources.
+// r.mu must be held.
+func (r *Registry) publish() {
+	c := &catalog{byName: map[string]*entry{}}
+	c.order = append(c.order, r.tools...)
+	for _, s := range r.sources {
+		c.order = append(c.order, s.entries...)
+	}
+	for _, e := range c.order {
+		c.byName[e.decl.Name] = e
+	}
+	r.cur.Store(c)
+}
+
+// newEntry validates a declaration and compiles its schema.
+func newEntry(d tool.Decl) (*entry, error) {
+	if !toolNameRE.MatchString(d.Name) {
+		return nil, fmt.Errorf("tool name %q must match %s", d.Name, toolNameRE)
+	}
+	if len(bytes.TrimSpace(d.InputSchema)) == 0 {
+		d.InputSchema = emptySchema
+	}
+	sch, err := compileSchema(d.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", d.Name, err)
+	}
+	d.InputSchema = slices.Clone(d.InputSchema) // the caller may reuse its buffer
+	return &entry{decl: d, schema: sch}, nil
+}
+
+// sameDecls reports whether a source's accepted entries match a new list.
+func sameDecls(entries []*entry, decls []tool.Decl) bool {
+	if len(entries) != len(decls) {
+		return false
+	}
+	for i, e := range entries {
+		if !sameDecl(e.decl, decls[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameDecl(a, b tool.Decl) bool {
+	if len(bytes.TrimSpace(b.InputSchema)) == 0 {
+		b.InputSchema = emptySchema
+	}
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema)
+}

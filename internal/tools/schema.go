@@ -1,0 +1,126 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// emptySchema is the schema of a tool declared without one: an object of any
+// properties.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// compileSchema compiles a tool's input schema, which must describe a JSON
+// object and be self-contained (no remote $ref).
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("input_schema is not valid JSON: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok || obj["type"] != "object" {
+		return nil, errors.New(`input_schema must describe an object ("type": "object")`)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource("input_schema.json", doc); err != nil {
+		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
+	}
+	sch, err := c.Compile("input_schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %s", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	return sch, nil
+}
+
+// noLoader refuses remote $refs: a schema must be self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external $ref %q is not allowed", url)
+}
+
+// maxArgsMessage bounds the validation message the model sees.
+const maxArgsMessage = 1000
+
+// checkArgs returns the call's arguments as they go to the tool ("{}" when the
+// model sent none) or, when they are not JSON or fail the schema, a message
+// that tells the model what is wrong.
+func checkArgs(sch *jsonschema.Schema, args json.RawMessage) (json.RawMessage, string) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, fmt.Sprintf("arguments are not valid JSON: %v", err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return nil, "invalid arguments: " + validationMessage(err)
+	}
+	return args, ""
+}
+
+// validationMessage turns the validator's multi-line report into one line:
+// "at '/city': got number, want string; at '/n': minimum: got 0, want 1".
+func validationMessage(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) > 1 {
+		lines = lines[1:] // "jsonschema validation failed with '<schema url>'"
+	}
+	var parts []string
+	for _, l := range lines {
+		l = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		if l != "" {
+			parts = append(parts, l)
+		}
+	}
+	msg := strings.Join(parts, "; ")
+	if len(msg) > maxArgsMessage {
+		msg = msg[:maxArgsMessage] + "..."
+	}
+	return msg
+}
+
+// schemaCache holds compiled schemas of the chats' dynamic tools, keyed by the
+// schema text, so a chat's schemas compile once and not at every step.
+type schemaCache struct {
+	mu      sync.Mutex
+	max     int
+	schemas map[string]*jsonschema.Schema
+}
+
+func newSchemaCache(max int) *schemaCache {
+	return &schemaCache{max: max, schemas: map[string]*jsonschema.Schema{}}
+}
+
+// get returns the compiled schema of raw. The cache forgets everything when
+// it is full: simple, bounded, and a recompile is cheap.
+func (c *schemaCache) get(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = emptySchema
+	}
+	key := string(raw)
+	c.mu.Lock()
+	sch, ok := c.schemas[key]
+	c.mu.Unlock()
+	if ok {
+		return sch, nil
+	}
+	sch, err := compileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.schemas) >= c.max {
+		clear(c.schemas)
+	}
+	c.schemas[key] = sch
+	c.mu.Unlock()
+	return sch, nil
+}

@@ -1,0 +1,128 @@
+// Package tool is parley's public extension API for server-side tools.
+//
+// A Go program that embeds parley registers its own tools through it. There
+// are two kinds:
+//
+//   - A Tool is one function the model can call. Every call runs on its own
+//     goroutine, so an implementation must be safe for concurrent use.
+//   - A Source is a runtime that owns many tools (a script engine, an MCP
+//     server). Every call of one model step that belongs to a source arrives
+//     in a single InvokeBatch, so the source decides how to run them.
+//
+// Tool names are unique across all server-side tools; registering a name twice
+// is an error, never a silent shadowing.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Decl declares a tool to the model: its name, what it does, and the JSON
+// Schema (of an object) its arguments must satisfy.
+//
+// Name must match ^[a-zA-Z0-9_-]{1,64}$, the names every provider accepts. An
+// empty InputSchema means a tool without arguments ({"type": "object"}).
+// parley validates every call's arguments against InputSchema before the tool
+// runs, so an implementation sees only valid arguments.
+type Decl struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Call is one call the model made.
+type Call struct {
+	ID     string          // the provider's tool call id, unique within the chat
+	Name   string          // the tool's name
+	Args   json.RawMessage // a JSON object that satisfies the tool's InputSchema
+	ChatID string          // the chat the call belongs to
+}
+
+// Result is what a call answers. Output is any JSON value (null when empty);
+// IsError tells the model the call failed, so it can correct itself.
+type Result struct {
+	Output  json.RawMessage
+	IsError bool
+}
+
+// JSON returns a successful result whose output is v encoded as JSON, or an
+// error result if v cannot be encoded.
+func JSON(v any) Result {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Errorf("encode tool output: %v", err)
+	}
+	return Result{Output: b}
+}
+
+// Text returns a successful result whose output is the JSON string s.
+func Text(s string) Result {
+	b, _ := json.Marshal(s) // a string always encodes
+	return Result{Output: b}
+}
+
+// Errorf returns an error result whose output is the formatted message as a
+// JSON string.
+func Errorf(format string, args ...any) Result {
+	r := Text(fmt.Sprintf(format, args...))
+	r.IsError = true
+	return r
+}
+
+// Tool is a single server-side tool.
+//
+// parley calls Invoke on a fresh goroutine for every call, possibly many at
+// once, so an implementation must be safe for concurrent use. Invoke should
+// return when ctx is done: parley stops waiting at the call's timeout. A
+// returned error, or a panic, becomes an error result for that call only.
+type Tool interface {
+	Decl() Decl
+	Invoke(ctx context.Context, call Call) (Result, error)
+}
+
+// Func returns a Tool declared by decl whose calls run fn.
+func Func(decl Decl, fn func(ctx context.Context, call Call) (Result, error)) Tool {
+	return funcTool{decl: decl, fn: fn}
+}
+
+type funcTool struct {
+	decl Decl
+	fn   func(ctx context.Context, call Call) (Result, error)
+}
+
+func (t funcTool) Decl() Decl { return t.decl }
+
+func (t funcTool) Invoke(ctx context.Context, call Call) (Result, error) {
+	return t.fn(ctx, call)
+}
+
+// Source is a runtime that owns many tools.
+//
+// Name identifies the source in GET /api/v1/tools and in error messages; it
+// must be unique among sources and not "builtin".
+//
+// Tools lists the source's tools. The list may change while the server runs:
+// parley calls Tools at the start of every step (when it offers tools to the
+// model and again when it dispatches the step's calls) and uses the new list
+// from then on, so Tools must be cheap — a source backed by a remote runtime
+// should answer from a cached list. If Tools fails, or the new list is invalid
+// or uses a name another tool already has, parley logs the error and keeps the
+// source's previous list.
+//
+// InvokeBatch receives every call of one step that belongs to the source, in
+// call order, on one goroutine; different sources, and single Tools, run at the
+// same time. It returns exactly one Result per call, in the same order. A
+// failure of one call is that call's error Result. Returning an error, a
+// panic, or a wrong number of results is a source-level failure: every call of
+// the batch gets an error result naming the source, and the chat stops in the
+// error status. InvokeBatch should return when ctx is done.
+//
+// Close releases the source's resources when the server shuts down.
+type Source interface {
+	Name() string
+	Tools(ctx context.Context) ([]Decl, error)
+	InvokeBatch(ctx context.Context, calls []Call) ([]Result, error)
+	Close() error
+}
