@@ -87,6 +87,19 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	}
 	defer ps.Close()
 
+	toolReg, err := newTools(cfg, a.log)
+	if err != nil {
+		return err
+	}
+	defer toolReg.Close()
+	stopEngine, err := startEngine(ctx, cfg, a.getenv, db.Store, ps, toolReg, a.log)
+	if err != nil {
+		return err
+	}
+	// Runs after the HTTP server stopped: running chats are handed back
+	// (pending) so another replica continues them at once.
+	defer stopEngine()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := api.New(api.Deps{
@@ -95,6 +108,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 		PubSub:   ps,
 		Logger:   a.log,
 		Registry: reg,
+		Tools:    toolReg,
 	})
 	if err != nil {
 		return err

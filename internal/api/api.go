@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // DefaultKeepAlive is the interval of SSE keep-alive comments when Deps sets none.
@@ -32,6 +33,7 @@ type Deps struct {
 	Logger    *slog.Logger
 	Registry  *prometheus.Registry // metrics registered here, served on /metrics
 	KeepAlive time.Duration        // SSE keep-alive interval; 0 means 15s
+	Tools     *tools.Registry      // server-side tools; nil for none
 }
 
 // api is the HTTP handler of New.
@@ -44,6 +46,7 @@ type api struct {
 	reg       *prometheus.Registry
 	metrics   *metrics
 	keepAlive time.Duration
+	tools     *tools.Registry
 
 	mux    *http.ServeMux
 	routes map[string]bool // the registered patterns, the only route labels
@@ -62,6 +65,7 @@ func New(d Deps) (http.Handler, error) {
 		log:       d.Logger,
 		reg:       d.Registry,
 		keepAlive: d.KeepAlive,
+		tools:     d.Tools,
 		mux:       http.NewServeMux(),
 		routes:    map[string]bool{},
 	}
@@ -79,7 +83,11 @@ func New(d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	a.metrics = m
-	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log)
+	var opts []service.Option
+	if d.Tools != nil {
+		opts = append(opts, service.WithServerTools(d.Tools.Has))
+	}
+	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
 	a.register()
 	return a, nil
 }

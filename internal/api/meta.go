@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // readyTimeout bounds the database check of /readyz.
@@ -45,16 +47,13 @@ func (a *api) listModels(w http.ResponseWriter, r *http.Request, owner string) e
 	return nil
 }
 
-// toolInfo is a server-side tool as clients see it.
-type toolInfo struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	InputSchema map[string]any `json:"input_schema"`
-	Source      string         `json:"source"`
-}
-
-// listTools answers the server-side tools; there are none yet.
+// listTools answers the server-side tools: built-in ones and those of every
+// source, each with the source it belongs to.
 func (a *api) listTools(w http.ResponseWriter, r *http.Request, owner string) error {
-	writeJSON(w, http.StatusOK, map[string]any{"tools": []toolInfo{}})
+	decls := []tools.Decl{}
+	if a.tools != nil {
+		decls = append(decls, a.tools.Decls(r.Context())...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": decls})
 	return nil
 }

@@ -32,6 +32,7 @@ type Config struct {
 	Models       []Model `yaml:"models"`
 	Tools        Tools   `yaml:"tools"`
 	Limits       Limits  `yaml:"limits"`
+	Engine       Engine  `yaml:"engine"`
 	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
 }
 
@@ -56,7 +57,23 @@ var Providers = []string{"openai", "openai-responses", "anthropic", "echo"}
 
 // Tools configures server-side tool sources.
 type Tools struct {
-	Lua []LuaSource `yaml:"lua"`
+	Lua       []LuaSource `yaml:"lua"`
+	HTTPFetch HTTPFetch   `yaml:"http_fetch"`
+}
+
+// HTTPFetch configures the built-in http_fetch tool. By default it refuses
+// loopback, private and link-local addresses.
+type HTTPFetch struct {
+	AllowPrivate bool     `yaml:"allow_private"` // allow every address
+	AllowHosts   []string `yaml:"allow_hosts"`   // host names, IPs or CIDR ranges allowed even if private
+}
+
+// Engine tunes the workers that run chats (DESIGN.md section 2).
+type Engine struct {
+	Concurrency  int      `yaml:"concurrency"`   // chats one process runs at once
+	LeaseTTL     Duration `yaml:"lease_ttl"`     // a lease not renewed for this long is recovered
+	Heartbeat    Duration `yaml:"heartbeat"`     // how often a running chat's lease is renewed
+	PollInterval Duration `yaml:"poll_interval"` // fallback poll for lost wake-ups, expired leases and deadlines
 }
 
 // LuaSource is one Lua tool source: a file or a folder of .lua files.
@@ -126,6 +143,12 @@ func Default() Config {
 			MaxToolSchemaBytes: cl.MaxToolSchemaBytes,
 			MaxLabels:          cl.MaxLabels,
 			MaxMessageBytes:    cl.MaxMessageBytes,
+		},
+		Engine: Engine{
+			Concurrency:  64,
+			LeaseTTL:     Duration(15 * time.Second),
+			Heartbeat:    Duration(5 * time.Second),
+			PollInterval: Duration(2 * time.Second),
 		},
 	}
 }
@@ -218,6 +241,12 @@ func (c *Config) check() error {
 	}
 	if err := c.Limits.check(); err != nil {
 		return err
+	}
+	if e := c.Engine; e.Concurrency <= 0 || e.LeaseTTL <= 0 || e.Heartbeat <= 0 || e.PollInterval <= 0 {
+		return errors.New("engine: concurrency, lease_ttl, heartbeat and poll_interval must be positive")
+	}
+	if c.Engine.Heartbeat >= c.Engine.LeaseTTL {
+		return fmt.Errorf("engine: heartbeat (%s) must be shorter than lease_ttl (%s)", time.Duration(c.Engine.Heartbeat), time.Duration(c.Engine.LeaseTTL))
 	}
 	names := map[string]bool{}
 	for i, s := range c.Tools.Lua {

@@ -8,7 +8,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,11 +17,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // Config tunes the engine. Zero fields take the defaults of DefaultConfig.
@@ -90,19 +89,11 @@ type Models interface {
 	Model(name string) (llm.Model, bool)
 }
 
-// Tools runs a step's tool calls (internal/tools implements it).
+// Tools offers the server-side tools and runs a step's calls
+// (*tools.Dispatcher).
 type Tools interface {
-	// Defs lists every server-side tool as the model sees it.
-	Defs(ctx context.Context) ([]llm.ToolDef, error)
-	// Run executes the server-side calls of one step and sorts out the rest.
-	Run(ctx context.Context, chatID string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) ToolOutcome
-}
-
-// ToolOutcome is what became of one step's tool calls.
-type ToolOutcome struct {
-	Results []chat.Part     // tool-result parts of every call not left for the client, in call order
-	Pending []chat.ToolCall // dynamic calls left for the client, in call order
-	Failure *chat.ChatError // a source failed: the chat ends in error
+	Decls(ctx context.Context) []tools.Decl
+	Run(ctx context.Context, step tools.Step) tools.Outcome
 }
 
 // Engine runs this process's workers. Create it with New; Run blocks.
@@ -118,16 +109,16 @@ type Engine struct {
 	wg    sync.WaitGroup
 }
 
-// New returns an engine; tools may be nil (no server-side tools).
-func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tools Tools, log *slog.Logger) *Engine {
+// New returns an engine; tl may be nil (no server-side tools).
+func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tl Tools, log *slog.Logger) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if tools == nil {
-		tools = noTools{}
+	if tl == nil {
+		tl = tools.NewDispatcher(tools.NewRegistry(log), tools.Options{}, log)
 	}
 	cfg = cfg.withDefaults()
-	return &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tools,
+	return &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
 		log:   log.With("worker", cfg.WorkerID),
 		slots: make(chan struct{}, cfg.Concurrency)}
 }
@@ -211,20 +202,4 @@ func (e *Engine) maintain(ctx context.Context) {
 		n.Publish(ctx, e.ps, e.log)
 	}
 	e.expireActions(ctx)
-}
-
-// noTools is the Tools of an engine without server-side tools.
-type noTools struct{}
-
-func (noTools) Defs(context.Context) ([]llm.ToolDef, error) { return nil, nil }
-func (noTools) Run(_ context.Context, _ string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) ToolOutcome {
-	var out ToolOutcome
-	for _, c := range calls {
-		if _, ok := dynamic[c.ToolName]; ok {
-			out.Pending = append(out.Pending, c)
-		} else {
-			out.Results = append(out.Results, chat.SyntheticResults([]chat.ToolCall{c}, "unknown tool "+c.ToolName)...)
-		}
-	}
-	return out
 }

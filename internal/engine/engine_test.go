@@ -50,8 +50,8 @@ func TestServerToolLoopAndResultsReachTheModel(t *testing.T) {
 		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}, {ID: "c2", Name: "add", Args: `{"a":3,"b":4}`}}},
 		llmtest.Turn{Text: "3 and 7"},
 	)
-	tools := &echoTools{}
-	h.start(tools)
+	d, _ := addTool(t, nil)
+	h.start(d)
 	c := h.create("add things")
 	h.waitStatus(c.ID, chat.Waiting)
 
@@ -74,7 +74,8 @@ func TestDynamicToolRequiresActionThenDeadlineResumes(t *testing.T) {
 		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "w1", Name: "get_weather", Args: `{"city":"Paris"}`}, {ID: "a1", Name: "add", Args: `{"a":1,"b":1}`}}},
 		llmtest.Turn{Text: "no weather today"},
 	)
-	h.start(&echoTools{})
+	d, _ := addTool(t, nil)
+	h.start(d)
 	dyn := chat.DynamicTool{Name: "get_weather", Description: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	c := h.create("weather?", dyn)
 	c = h.waitStatus(c.ID, chat.RequiresAction)
@@ -148,7 +149,8 @@ func TestMaxStepsEndsInError(t *testing.T) {
 	for i := range 3 {
 		h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c" + string(rune('a'+i)), Name: "add", Args: `{}`}}})
 	}
-	h.start(&echoTools{})
+	d, _ := addTool(t, nil)
+	h.start(d)
 	c := h.create("loop forever")
 	c = h.waitStatus(c.ID, chat.Error)
 	if c.LastError == nil || c.LastError.Kind != "max_steps" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
 )
 
 const owner = "alice"
@@ -303,40 +306,32 @@ func callsResolved(ctx context.Context, st store.Store, c chat.Chat) error {
 	return errors.Join(errs...)
 }
 
-// echoTools is a Tools with one server-side tool, "add", summing a and b,
-// that counts its invocations.
-type echoTools struct {
-	mu    sync.Mutex
-	calls int
-	block chan struct{} // when not nil, each call waits on it (or its ctx)
-}
-
-func (e *echoTools) Defs(context.Context) ([]llm.ToolDef, error) {
-	return []llm.ToolDef{{Name: "add", Description: "adds", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
-}
-
-func (e *echoTools) Run(ctx context.Context, _ string, calls []chat.ToolCall, dynamic map[string]json.RawMessage) engine.ToolOutcome {
-	var out engine.ToolOutcome
-	for _, c := range calls {
-		if _, ok := dynamic[c.ToolName]; ok {
-			out.Pending = append(out.Pending, c)
-			continue
-		}
-		e.mu.Lock()
-		e.calls++
-		e.mu.Unlock()
-		if e.block != nil {
-			select {
-			case <-e.block:
-			case <-ctx.Done():
-				out.Results = append(out.Results, chat.SyntheticResults([]chat.ToolCall{c}, "cancelled")...)
-				continue
+// addTool is a registry with one server-side tool, "add", summing a and b;
+// calls counts its invocations, and when block is not nil each call waits
+// on it (or its context).
+func addTool(t *testing.T, block chan struct{}) (*tools.Dispatcher, *atomic.Int64) {
+	t.Helper()
+	calls := &atomic.Int64{}
+	reg := tools.NewRegistry(nil)
+	add := tool.Func(tool.Decl{Name: "add", Description: "adds a and b",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}}}`)},
+		func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			calls.Add(1)
+			if block != nil {
+				select {
+				case <-block:
+				case <-ctx.Done():
+					return tool.Result{}, ctx.Err()
+				}
 			}
-		}
-		var in struct{ A, B int }
-		_ = json.Unmarshal(c.Args, &in)
-		res, _ := json.Marshal(in.A + in.B)
-		out.Results = append(out.Results, chat.Part{Type: chat.PartToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Output: res})
+			var in struct{ A, B int }
+			if err := json.Unmarshal(c.Args, &in); err != nil {
+				return tool.Result{}, err
+			}
+			return tool.JSON(in.A + in.B), nil
+		})
+	if err := reg.AddTool(add); err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return tools.NewDispatcher(reg, tools.Options{}, nil), calls
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // Reasons written into synthetic results.
@@ -79,15 +79,7 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 // step makes one model call and runs its tool calls. done reports that the
 // run let go of the chat.
 func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message) (done bool, err error) {
-	defs, err := r.e.tools.Defs(ctx)
-	if err != nil {
-		return false, r.stopped(ctx, err)
-	}
-	dynamic := make(map[string]json.RawMessage, len(r.chat.DynamicTools))
-	for _, t := range r.chat.DynamicTools {
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-		dynamic[t.Name] = t.InputSchema
-	}
+	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
 	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: history, Tools: defs}
 
 	msgID, err := r.e.st.ReserveMessageID(ctx)
@@ -128,7 +120,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 		return true, r.finishIdle()
 	}
 
-	out := r.e.tools.Run(ctx, r.chat.ID, calls, dynamic)
+	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools})
 	if len(out.Results) > 0 {
 		results := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 		err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
@@ -145,8 +137,9 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	switch {
 	case ctx.Err() != nil:
 		return true, r.cutShort(ctx, 0, nil)
-	case out.Failure != nil:
-		r.fail(out.Failure)
+	case len(out.Failures) > 0:
+		f := out.Failures[0]
+		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()})
 		return true, nil
 	case len(out.Pending) > 0:
 		return true, r.requireAction(out.Pending)
@@ -226,4 +219,24 @@ func loadHistory(ctx context.Context, r store.Reader, chatID string) ([]chat.Mes
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// toolDefs lists what the model may call: the server's tools and the chat's
+// dynamic tools. A dynamic tool wins over a server tool that took its name
+// later (a source's list changed), as the dispatcher decides.
+func toolDefs(server []tools.Decl, dynamic []chat.DynamicTool) []llm.ToolDef {
+	defs := make([]llm.ToolDef, 0, len(server)+len(dynamic))
+	taken := make(map[string]bool, len(dynamic))
+	for _, t := range dynamic {
+		taken[t.Name] = true
+	}
+	for _, t := range server {
+		if !taken[t.Name] {
+			defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+	}
+	for _, t := range dynamic {
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return defs
 }

@@ -317,3 +317,7 @@ func errorPart(c chat.ToolCall, format string, args ...any) *chat.Part {
 func errorPartFor(c tool.Call, format string, args ...any) *chat.Part {
 	return errorPart(chat.ToolCall{ToolCallID: c.ID, ToolName: c.Name}, format, args...)
 }
+
+// Decls lists the registry's tools, so a Dispatcher alone gives the engine
+// both what to offer the model and how to run its calls.
+func (d *Dispatcher) Decls(ctx context.Context) []Decl { return d.reg.Decls(ctx) }
