@@ -115,3 +115,20 @@ func (a *api) answerChat(w http.ResponseWriter, r *http.Request, op func(id stri
 	writeJSON(w, http.StatusOK, c)
 	return nil
 }
+
+// toolResultsRequest is the body of POST /api/v1/chats/{id}/tool-results.
+type toolResultsRequest struct {
+	Results []service.ToolResult `json:"results"`
+}
+
+// submitToolResults answers a requires_action chat's dynamic tool calls
+// (DESIGN.md section 5).
+func (a *api) submitToolResults(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req toolResultsRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	return a.answerChat(w, r, func(id string) (chat.Chat, error) {
+		return a.svc.SubmitToolResults(r.Context(), owner, id, req.Results)
+	})
+}

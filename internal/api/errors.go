@@ -38,6 +38,7 @@ func toAPIError(err error) *apiError {
 		busy *service.BusyError
 		se   *service.StatusError
 		sc   *store.StatusConflictError
+		tr   *service.ToolResultsError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -63,6 +64,9 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &tr):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_tool_results", Message: tr.Error(),
+			Details: map[string]any{"missing": nonNil(tr.Missing), "unknown": nonNil(tr.Unknown), "duplicate": nonNil(tr.Duplicate)}}
 	case errors.Is(err, store.ErrBadCursor):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_cursor", Message: "cursor is not one this server issued; start again without it",
 			Details: map[string]any{"param": "cursor"}}
@@ -132,4 +136,12 @@ func (w *muxErrorWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return w.statusWriter.Write(b)
+}
+
+// nonNil keeps an empty id list an array in the error body.
+func nonNil(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
 }

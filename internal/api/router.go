@@ -29,6 +29,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/messages", a.authed(a.postMessage))
 	a.handle("POST "+v1+"/chats/{id}/interrupt", a.authed(a.interrupt))
 	a.handle("POST "+v1+"/chats/{id}/retry", a.authed(a.retry))
+	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))
 }
 

@@ -97,3 +97,29 @@ func TestUnresolvedCalls(t *testing.T) {
 		t.Fatalf("synthetic result JSON: %s", b)
 	}
 }
+
+func TestForModelMergesResultsInCallOrder(t *testing.T) {
+	call := func(id string) Part { return Part{Type: PartToolCall, ToolCallID: id} }
+	res := func(id string) Part { return Part{Type: PartToolResult, ToolCallID: id} }
+	h := []Message{
+		{ID: 1, Role: RoleUser},
+		{ID: 2, Role: RoleAssistant, Parts: []Part{call("d1"), call("s1"), call("d2")}},
+		{ID: 3, Role: RoleTool, Parts: []Part{res("s1")}},
+		{ID: 4, Role: RoleTool, Parts: []Part{res("d2"), res("d1")}},
+		{ID: 5, Role: RoleAssistant},
+	}
+	got := ForModel(h)
+	if len(got) != 4 || got[2].Role != RoleTool || got[3].ID != 5 {
+		t.Fatalf("merged history %+v", got)
+	}
+	var ids []string
+	for _, p := range got[2].Parts {
+		ids = append(ids, p.ToolCallID)
+	}
+	if strings.Join(ids, ",") != "d1,s1,d2" {
+		t.Fatalf("result order %v", ids)
+	}
+	if len(h[2].Parts) != 1 || h[2].Parts[0].ToolCallID != "s1" {
+		t.Fatal("ForModel modified its input")
+	}
+}

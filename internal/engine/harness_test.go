@@ -171,11 +171,12 @@ func (h *harness) stopAll() {
 	}
 }
 
-// create makes a chat with a first message.
+// create makes a chat with a first message and a title (so no title is
+// generated: its model call would take one of the fake's scripted turns).
 func (h *harness) create(msg string, dyn ...chat.DynamicTool) chat.Chat {
 	h.t.Helper()
 	raw, _ := json.Marshal(msg)
-	c, err := h.svc.CreateChat(context.Background(), owner, service.NewChat{Message: raw, DynamicTools: dyn})
+	c, err := h.svc.CreateChat(context.Background(), owner, service.NewChat{Message: raw, Title: "test chat", DynamicTools: dyn})
 	if err != nil {
 		h.t.Fatal(err)
 	}

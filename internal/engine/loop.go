@@ -44,6 +44,9 @@ func (r *run) loop(ctx context.Context) error {
 		if err != nil {
 			return r.stopped(ctx, err)
 		}
+		if step == 1 {
+			r.maybeTitle(model, history)
+		}
 		done, err := r.step(ctx, model, history)
 		if err != nil || done {
 			return err
@@ -80,7 +83,7 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 // run let go of the chat.
 func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message) (done bool, err error) {
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
-	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: history, Tools: defs}
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: chat.ForModel(history), Tools: defs}
 
 	msgID, err := r.e.st.ReserveMessageID(ctx)
 	if err != nil {

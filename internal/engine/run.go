@@ -123,8 +123,9 @@ func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) 
 	return nil
 }
 
-// transition ends a fenced write with a status change from running.
-func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition) error {
+// transition ends a fenced write with a status change from running; ra is
+// the required action of a change to requires_action, nil otherwise.
+func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition, ra *chat.RequiredAction) error {
 	t.From = chat.Running
 	c, err := tx.TransitionChat(ctx, r.chat.ID, t)
 	if err != nil {
@@ -136,6 +137,7 @@ func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t s
 		}
 		c.InterruptRequested = false
 	}
+	c.RequiredAction = ra
 	n.StatusChanged(chat.Running, c)
 	r.chat = c
 	return nil
@@ -154,7 +156,7 @@ func (r *run) finishIdle() error {
 		if queued {
 			to = chat.Pending
 		}
-		return r.transition(ctx, tx, n, store.Transition{To: to})
+		return r.transition(ctx, tx, n, store.Transition{To: to}, nil)
 	})
 }
 
@@ -174,7 +176,7 @@ func (r *run) finishInterrupted() error {
 		if queued {
 			to = chat.Pending
 		}
-		return r.transition(ctx, tx, n, store.Transition{To: to})
+		return r.transition(ctx, tx, n, store.Transition{To: to}, nil)
 	})
 }
 
@@ -186,12 +188,12 @@ func (r *run) requireAction(calls []chat.ToolCall) error {
 	}
 	deadline := time.Now().Add(timeout).UTC().Truncate(time.Microsecond)
 	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := r.transition(ctx, tx, n, store.Transition{To: chat.RequiresAction, ActionDeadline: &deadline}); err != nil {
+		ra := &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
+		if err := r.transition(ctx, tx, n, store.Transition{To: chat.RequiresAction, ActionDeadline: &deadline}, ra); err != nil {
 			return err
 		}
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: r.chat, ToolCalls: calls})
 		c := r.chat
-		c.RequiredAction = &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
-		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: c, ToolCalls: calls})
 		n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindActionRequired, ToolCalls: calls, Deadline: &deadline})
 		return nil
 	})
@@ -201,7 +203,7 @@ func (r *run) requireAction(calls []chat.ToolCall) error {
 // /retry continues from it.
 func (r *run) fail(ce *chat.ChatError) {
 	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}); err != nil {
+		if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}, nil); err != nil {
 			return err
 		}
 		n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
@@ -215,7 +217,7 @@ func (r *run) fail(ce *chat.ChatError) {
 // handBack returns the chat to pending so another worker continues at once.
 func (r *run) handBack() {
 	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending})
+		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending}, nil)
 	})
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		r.log.Error("hand chat back", "err", err)

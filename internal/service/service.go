@@ -65,6 +65,9 @@ func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, err
 	if c.Owner != owner {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
 	}
+	if err := withRequiredAction(ctx, s.st, &c); err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
 	return c, nil
 }
 
@@ -74,6 +77,11 @@ func (s *Service) ListChats(ctx context.Context, owner string, q store.ChatQuery
 	page, err := s.st.ListChats(ctx, q)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+	}
+	for i := range page.Chats {
+		if err := withRequiredAction(ctx, s.st, &page.Chats[i]); err != nil {
+			return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
+		}
 	}
 	return page, nil
 }

@@ -1,0 +1,263 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Chat statuses (DESIGN.md section 2).
+const (
+	StatusWaiting        = "waiting"
+	StatusPending        = "pending"
+	StatusRunning        = "running"
+	StatusRequiresAction = "requires_action"
+	StatusError          = "error"
+)
+
+// Chat is one conversation with a model, as the API shows it.
+type Chat struct {
+	ID             string            `json:"id"`
+	Owner          string            `json:"owner"`
+	Title          string            `json:"title"`
+	Model          string            `json:"model"`
+	SystemPrompt   string            `json:"system_prompt,omitempty"`
+	Status         string            `json:"status"`
+	RequiredAction *RequiredAction   `json:"required_action"`
+	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
+	Labels         map[string]string `json:"labels"`
+	Archived       bool              `json:"archived"`
+	LastError      *ChatError        `json:"last_error"`
+	Usage          Usage             `json:"usage"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+}
+
+// RequiredAction is what a chat in requires_action waits for: the results of
+// its open dynamic tool calls, before Deadline.
+type RequiredAction struct {
+	ToolCalls []ToolCall `json:"tool_calls"`
+	Deadline  time.Time  `json:"deadline"`
+}
+
+// ToolCall is a call of a dynamic tool the client must answer.
+type ToolCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	ToolName   string          `json:"tool_name"`
+	Args       json.RawMessage `json:"args"`
+}
+
+// DynamicTool declares a tool the client runs itself. InputSchema is a JSON
+// Schema of an object.
+type DynamicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Usage counts tokens and cost (in micro-units of the price's currency).
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CostMicros   int64 `json:"cost_micros"`
+}
+
+// ChatError is why the last run of a chat failed.
+type ChatError struct {
+	Kind       string `json:"kind"`
+	Message    string `json:"message"`
+	Provider   string `json:"provider,omitempty"`
+	Source     string `json:"source,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	Retryable  bool   `json:"retryable"`
+}
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one durable entry of a chat's history; ids increase within a
+// chat.
+type Message struct {
+	ID        int64     `json:"id"`
+	ChatID    string    `json:"chat_id"`
+	Role      string    `json:"role"`
+	Parts     []Part    `json:"parts"`
+	Usage     *Usage    `json:"usage,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Text joins the message's text parts.
+func (m Message) Text() string {
+	var s string
+	for _, p := range m.Parts {
+		if p.Type == PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// Part types of a Message.
+const (
+	PartText       = "text"
+	PartReasoning  = "reasoning"
+	PartToolCall   = "tool-call"
+	PartToolResult = "tool-result"
+)
+
+// Part is one piece of a message: text, reasoning, a tool call or a tool
+// result; the fields of its Type are set.
+type Part struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolName   string          `json:"tool_name,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+}
+
+// QueuedMessage is a user message that waits until the chat's run ends.
+type QueuedMessage struct {
+	ID        int64     `json:"id"`
+	ChatID    string    `json:"chat_id"`
+	Parts     []Part    `json:"parts"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Model is a model configured on the server.
+type Model struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Default  bool   `json:"default"`
+}
+
+// Tool is a server-side tool; Source is "builtin" or the name of the source
+// that owns it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Source      string          `json:"source"`
+}
+
+// CreateChatRequest is the body of POST /api/v1/chats; every field is
+// optional.
+type CreateChatRequest struct {
+	Model        string            `json:"model,omitempty"`
+	SystemPrompt string            `json:"system_prompt,omitempty"`
+	Title        string            `json:"title,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	// Message is the first user message: a string, or []Part of text parts.
+	Message      any           `json:"message,omitempty"`
+	DynamicTools []DynamicTool `json:"dynamic_tools,omitempty"`
+	// ToolResultTimeout is the requires_action deadline of the chat; zero
+	// means the server's default.
+	ToolResultTimeout time.Duration `json:"-"`
+}
+
+// MarshalJSON writes ToolResultTimeout as the API's Go duration string.
+func (r CreateChatRequest) MarshalJSON() ([]byte, error) {
+	type plain CreateChatRequest
+	var timeout string
+	if r.ToolResultTimeout > 0 {
+		timeout = r.ToolResultTimeout.String()
+	}
+	return json.Marshal(struct {
+		plain
+		ToolResultTimeout string `json:"tool_result_timeout,omitempty"`
+	}{plain(r), timeout})
+}
+
+// ChatPatch changes a chat; nil fields stay as they are. Labels replaces
+// every label (an empty, non-nil map removes them).
+type ChatPatch struct {
+	Title    *string
+	Labels   map[string]string
+	Archived *bool
+}
+
+// MarshalJSON writes the fields that are set; a non-nil empty Labels is {}.
+func (p ChatPatch) MarshalJSON() ([]byte, error) {
+	m := map[string]any{}
+	if p.Title != nil {
+		m["title"] = *p.Title
+	}
+	if p.Labels != nil {
+		m["labels"] = p.Labels
+	}
+	if p.Archived != nil {
+		m["archived"] = *p.Archived
+	}
+	return json.Marshal(m)
+}
+
+// Archived filters of ListChatsOptions.
+const (
+	ArchivedExclude = ""     // the default: archived chats are hidden
+	ArchivedOnly    = "true" // only archived chats
+	ArchivedAny     = "any"  // both
+)
+
+// ListChatsOptions filters and pages GET /api/v1/chats.
+type ListChatsOptions struct {
+	Statuses []string          // any of them matches
+	Labels   map[string]string // all of them must match
+	Archived string            // ArchivedExclude, ArchivedOnly or ArchivedAny
+	Limit    int               // 0: the server's default
+	Cursor   string            // NextCursor of the previous page
+}
+
+// ChatPage is one page of chats; NextCursor is "" on the last page.
+type ChatPage struct {
+	Chats      []Chat `json:"chats"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Busy modes: what a new message does to a chat with work in progress.
+const (
+	BusyQueue     = "queue"
+	BusyInterrupt = "interrupt"
+	BusyReject    = "reject"
+)
+
+// PostMessageRequest is the body of POST /api/v1/chats/{id}/messages.
+type PostMessageRequest struct {
+	// Content is a string, or []Part of text parts.
+	Content any `json:"content"`
+	// Busy is BusyQueue (the default when empty), BusyInterrupt or
+	// BusyReject.
+	Busy string `json:"busy,omitempty"`
+}
+
+// PostMessageResult is where a posted message went: into the history
+// (Message) or into the chat's queue (Queued). Exactly one is set.
+type PostMessageResult struct {
+	Message *Message       `json:"message,omitempty"`
+	Queued  *QueuedMessage `json:"queued,omitempty"`
+}
+
+// ToolResult answers one dynamic tool call. Output is any JSON value (null
+// when empty).
+type ToolResult struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Output     json.RawMessage `json:"output"`
+	IsError    bool            `json:"is_error"`
+}
+
+// TextResult returns a successful result whose output is the JSON string s.
+func TextResult(callID, s string) ToolResult {
+	b, _ := json.Marshal(s) // a string always encodes
+	return ToolResult{ToolCallID: callID, Output: b}
+}
+
+// ErrorResult returns an error result whose output is the JSON string msg.
+func ErrorResult(callID, msg string) ToolResult {
+	r := TextResult(callID, msg)
+	r.IsError = true
+	return r
+}

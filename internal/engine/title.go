@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+const (
+	titleTimeout  = 30 * time.Second
+	titleMaxRunes = 80
+	titlePrompt   = "Write a short title (at most 8 words) for a conversation that starts with the user's message below. Answer with the title alone: no quotes, no final period."
+)
+
+// maybeTitle generates a chat's title in the background when the run
+// answers its first user message and the title is still the fallback made
+// from that message. It never delays the answer; if it fails, the fallback
+// stays. The echo model cannot summarise, so its chats keep the fallback.
+func (r *run) maybeTitle(model llm.Model, history []chat.Message) {
+	if len(history) != 1 || history[0].Role != chat.RoleUser {
+		return
+	}
+	if n, ok := model.Provider.(llm.Named); ok && n.Name() == "echo" {
+		return
+	}
+	fallback := service.FallbackTitle(history[0].Parts, chat.DefaultLimits.MaxTitleBytes)
+	if r.chat.Title != fallback {
+		return // the client chose a title
+	}
+	e, id, first := r.e, r.chat.ID, history[0]
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), titleTimeout)
+		defer cancel()
+		title, err := generateTitle(ctx, model, first)
+		if err != nil || title == "" {
+			e.log.Info("title not generated; keeping the fallback", "chat", id, "err", err)
+			return
+		}
+		if err := e.setTitle(ctx, id, fallback, title); err != nil {
+			e.log.Warn("title not saved", "chat", id, "err", err)
+		}
+	}()
+}
+
+// generateTitle asks the model for a title of the first message.
+func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (string, error) {
+	res, err := model.Provider.Stream(ctx, llm.Request{
+		Model: model.ModelID, System: titlePrompt, MaxOutputTokens: 64,
+		Messages: []chat.Message{{Role: chat.RoleUser, Parts: first.Parts}},
+	}, func(llm.Event) error { return nil })
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range res.Parts {
+		if p.Type == chat.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return cleanTitle(b.String()), nil
+}
+
+// cleanTitle keeps the first line, without quotes or a final period, cut to
+// titleMaxRunes.
+func cleanTitle(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.Trim(strings.TrimSpace(s), `"'“”`)
+	s = strings.TrimSuffix(s, ".")
+	if utf8.RuneCountInString(s) > titleMaxRunes {
+		s = string([]rune(s)[:titleMaxRunes-1]) + "…"
+	}
+	return strings.TrimSpace(s)
+}
+
+// setTitle replaces the chat's title if it is still fallback, and announces
+// the change. It is metadata, like a client's PATCH, so it takes no lease.
+func (e *Engine) setTitle(ctx context.Context, id, fallback, title string) error {
+	var n events.Notice
+	err := e.st.InTx(ctx, func(tx store.Tx) error {
+		n = events.Notice{}
+		c, err := tx.LockChat(ctx, id)
+		if err != nil || c.Title != fallback {
+			return err
+		}
+		c.Title = title
+		if err := tx.UpdateChatMeta(ctx, &c); err != nil {
+			return err
+		}
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: c})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n.Publish(ctx, e.ps, e.log)
+	return nil
+}
