@@ -90,8 +90,11 @@ type Dispatcher struct {
 	dyn  *schemaCache
 }
 
-// NewDispatcher returns a dispatcher over reg.
+// NewDispatcher returns a dispatcher over reg. A nil logger discards.
 func NewDispatcher(reg *Registry, opts Options, log *slog.Logger) *Dispatcher {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Dispatcher{reg: reg, opts: opts.withDefaults(), log: log, dyn: newSchemaCache(1024)}
 }
 

@@ -71,6 +71,9 @@ type Registry struct {
 
 // NewRegistry returns an empty registry that logs to log.
 func NewRegistry(log *slog.Logger) *Registry {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	r := &Registry{log: log}
 	r.cur.Store(&catalog{byName: map[string]*entry{}})
 	return r
