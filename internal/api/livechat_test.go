@@ -1,0 +1,393 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/llm/catalog"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
+	"github.com/parleyhq/parley/internal/store/postgres"
+)
+
+// fakeKeyEnv names the variable the fake model's API key is read from.
+const fakeKeyEnv = "FAKE_OPENAI_KEY"
+
+// liveConfig has one model, "fake", served by the OpenAI-compatible fake at
+// fakeURL.
+func liveConfig(fakeURL string) *config.Config {
+	cfg := config.Default()
+	cfg.Models = []config.Model{{Name: "fake", Provider: "openai", Model: "gpt-test", BaseURL: fakeURL, APIKeyEnv: fakeKeyEnv}}
+	cfg.DefaultModel = "fake"
+	return &cfg
+}
+
+// newLive starts an API on SQLite with a real engine behind it, whose model
+// is the fake.
+func newLive(t *testing.T, fake *llmtest.OpenAIChat, opts ...func(*setup)) *server {
+	t.Helper()
+	s := newSQLite(t, append([]func(*setup){func(su *setup) { su.cfg = liveConfig(fake.URL) }}, opts...)...)
+	runEngine(t, s)
+	return s
+}
+
+// runEngine runs an engine over the server's store and pubsub until the
+// test ends, with the server's models built as `parley serve` builds them.
+// Its poll interval is long: in these tests workers are woken by pubsub
+// only, so they pick a chat up after the events of the change that made it
+// pending.
+func runEngine(t *testing.T, s *server) {
+	t.Helper()
+	models, err := catalog.New(s.cfg, func(string) string { return "test-key" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := engine.Config{
+		Concurrency:  4,
+		LeaseTTL:     5 * time.Second,
+		Heartbeat:    100 * time.Millisecond,
+		PollInterval: time.Hour,
+		MaxSteps:     5,
+		Retry:        llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+		DeltaFlush:   time.Millisecond,
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e := engine.New(cfg, s.st, s.ps, models, nil, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	// Registered after the server's cleanups, so it runs before them: the
+	// engine hands its chats back while the store is open.
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// postText sends a user message to a chat.
+func (s *server) postText(tok, id, text string) {
+	s.t.Helper()
+	s.do("POST", "/api/v1/chats/"+id+"/messages", tok, map[string]any{"content": text}).expect(s.t, http.StatusAccepted, nil)
+}
+
+// sseEv is one item of a chat stream: an event (with its SSE id, if any)
+// or a comment line (Comment set).
+type sseEv struct {
+	ID, Event, Data, Comment string
+}
+
+// chatSSE reads a chat's stream in the background.
+type chatSSE struct {
+	t     *testing.T
+	items chan sseEv // closed at the end of the stream
+}
+
+// streamOpts are how a chat stream is opened.
+type streamOpts struct {
+	query       string // appended to the path, like "?after=3"
+	lastEventID string // the Last-Event-ID header, if not ""
+	paused      bool   // read nothing until resume is called
+}
+
+// openChat opens GET /chats/{id}/stream, checks the answer's headers and
+// returns the stream once the server has answered (it has subscribed then).
+func (s *server) openChat(tok, id string, o streamOpts) (st *chatSSE, resume func()) {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/api/v1/chats/"+id+"/stream"+o.query, nil)
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if o.lastEventID != "" {
+		req.Header.Set("Last-Event-ID", o.lastEventID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { cancel(); res.Body.Close() })
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		s.t.Fatalf("stream: status %d, Content-Type %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	st = &chatSSE{t: s.t, items: make(chan sseEv, 4096)}
+	gate := make(chan struct{})
+	go func() {
+		defer close(st.items)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return
+		}
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var it sseEv
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if it != (sseEv{}) {
+					select {
+					case st.items <- it:
+					case <-ctx.Done():
+						return
+					}
+				}
+				it = sseEv{}
+			case strings.HasPrefix(line, ":"):
+				it.Comment = strings.TrimSpace(line[1:])
+			case strings.HasPrefix(line, "id: "):
+				it.ID = line[len("id: "):]
+			case strings.HasPrefix(line, "event: "):
+				it.Event = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				it.Data = line[len("data: "):]
+			}
+		}
+	}()
+	if o.paused {
+		return st, func() { close(gate) }
+	}
+	close(gate)
+	return st, func() {}
+}
+
+// watchChat opens a chat's stream and reads it at once.
+func (s *server) watchChat(tok, id string, o streamOpts) *chatSSE {
+	s.t.Helper()
+	st, _ := s.openChat(tok, id, o)
+	return st
+}
+
+// next returns the next item, comments included, failing at the deadline
+// or the end of the stream.
+func (st *chatSSE) next() sseEv {
+	st.t.Helper()
+	select {
+	case it, ok := <-st.items:
+		if !ok {
+			st.t.Fatal("the chat stream ended")
+		}
+		return it
+	case <-time.After(streamTimeout):
+		st.t.Fatal("no chat stream event before the deadline")
+	}
+	return sseEv{}
+}
+
+// event returns the next event, skipping comments.
+func (st *chatSSE) event() sseEv {
+	st.t.Helper()
+	for {
+		if it := st.next(); it.Comment == "" {
+			return it
+		}
+	}
+}
+
+// until returns the events up to and including the first for which stop
+// is true.
+func (st *chatSSE) until(stop func(sseEv) bool) []sseEv {
+	st.t.Helper()
+	var evs []sseEv
+	for {
+		ev := st.event()
+		evs = append(evs, ev)
+		if stop(ev) {
+			return evs
+		}
+	}
+}
+
+// untilStatus returns the events up to and including a status event whose
+// status is one of want.
+func (st *chatSSE) untilStatus(want ...chat.Status) []sseEv {
+	st.t.Helper()
+	return st.until(func(ev sseEv) bool {
+		if ev.Event != events.KindStatus {
+			return false
+		}
+		got := decodeAs[statusData](st.t, ev).Status
+		for _, w := range want {
+			if got == w {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// end waits for the end of the stream and returns the events it still had.
+func (st *chatSSE) end() []sseEv {
+	st.t.Helper()
+	var rest []sseEv
+	deadline := time.After(streamTimeout)
+	for {
+		select {
+		case it, ok := <-st.items:
+			if !ok {
+				return rest
+			}
+			if it.Comment == "" {
+				rest = append(rest, it)
+			}
+		case <-deadline:
+			st.t.Fatal("the chat stream did not end before the deadline")
+		}
+	}
+}
+
+// The data of each chat stream event (DESIGN.md section 6).
+type (
+	statusData struct {
+		Status chat.Status `json:"status"`
+		Chat   chat.Chat   `json:"chat"`
+	}
+	messageData struct {
+		Message chat.Message `json:"message"`
+	}
+	partData struct {
+		MessageID int64        `json:"message_id"`
+		Part      events.Delta `json:"part"`
+	}
+	actionData struct {
+		ToolCalls []chat.ToolCall `json:"tool_calls"`
+		Deadline  time.Time       `json:"deadline"`
+	}
+	errorData struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+)
+
+// decodeAs decodes an event's data, strictly: a field the type does not
+// know fails the test.
+func decodeAs[T any](t *testing.T, ev sseEv) T {
+	t.Helper()
+	var v T
+	dec := json.NewDecoder(strings.NewReader(ev.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%s event: data %s: %v", ev.Event, ev.Data, err)
+	}
+	return v
+}
+
+// expectEvent reads the next event and checks its name.
+func (st *chatSSE) expectEvent(kind string) sseEv {
+	st.t.Helper()
+	ev := st.event()
+	if ev.Event != kind {
+		st.t.Fatalf("got %s event %s, want %s", ev.Event, ev.Data, kind)
+	}
+	return ev
+}
+
+// expectStatus reads the next event: the status of the chat.
+func (st *chatSSE) expectStatus(id string, want chat.Status) {
+	st.t.Helper()
+	d := decodeAs[statusData](st.t, st.expectEvent(events.KindStatus))
+	if d.Status != want || d.Chat.Status != want || d.Chat.ID != id {
+		st.t.Fatalf("status %s of chat %s (%s), want %s of %s", d.Status, d.Chat.ID, d.Chat.Status, want, id)
+	}
+}
+
+// expectMessage reads the next event: a durable message, whose SSE id is
+// its id.
+func (st *chatSSE) expectMessage() chat.Message {
+	st.t.Helper()
+	ev := st.expectEvent(events.KindMessage)
+	m := decodeAs[messageData](st.t, ev).Message
+	if ev.ID != strconv.FormatInt(m.ID, 10) {
+		st.t.Fatalf("message %d sent with SSE id %q", m.ID, ev.ID)
+	}
+	return m
+}
+
+// textOf joins the text parts of a message.
+func textOf(m chat.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == chat.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// streamed sums up the part events among evs: the message id they name
+// (failing if they name more than one), their text deltas joined, and how
+// many there were.
+func streamed(t *testing.T, evs []sseEv) (msgID int64, txt string, n int) {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Event != events.KindPart {
+			continue
+		}
+		p := decodeAs[partData](t, ev)
+		if msgID != 0 && p.MessageID != msgID {
+			t.Fatalf("part events of messages %d and %d in one step", msgID, p.MessageID)
+		}
+		msgID = p.MessageID
+		if p.Part.Type == events.DeltaText {
+			b.WriteString(p.Part.Text)
+		}
+		n++
+	}
+	return msgID, b.String(), n
+}
+
+// messagesIn returns the message events among evs.
+func messagesIn(t *testing.T, evs []sseEv) []chat.Message {
+	t.Helper()
+	var msgs []chat.Message
+	for _, ev := range evs {
+		if ev.Event == events.KindMessage {
+			msgs = append(msgs, decodeAs[messageData](t, ev).Message)
+		}
+	}
+	return msgs
+}
+
+// kinds lists the event names of evs, for failure messages.
+func kinds(evs []sseEv) string {
+	names := make([]string, len(evs))
+	for i, ev := range evs {
+		names[i] = ev.Event
+	}
+	return strings.Join(names, ",")
+}
+
+// newLivePostgres starts one replica on the database of dsn, with its own
+// store pool and LISTEN connection on channel, whose model is the fake; no
+// engine unless the test runs one (runEngine).
+func newLivePostgres(t *testing.T, dsn, channel string, fake *llmtest.OpenAIChat) *server {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ps, err := pgpubsub.New(ctx, st.Pool(), log, pgpubsub.WithChannel(channel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
+}
