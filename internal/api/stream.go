@@ -15,10 +15,16 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 )
 
-// snapshotWait bounds how long a new stream subscriber waits for the worker
-// running the chat to send the step's parts so far; a worker that does not
-// answer (it just finished, or died) costs this much delay, never a part.
+// snapshotWait bounds how long live deltas are held for the snapshot a new
+// subscriber asked the running worker for. Past it, deltas that follow on
+// from what was sent go out; a batch that would leave a gap stays held until
+// the snapshot, the durable message, or the end of the run: a subscriber is
+// never shown deltas with a hole in them.
 const snapshotWait = 500 * time.Millisecond
+
+// maxHeldDeltas bounds the deltas held for one subscriber; past it the
+// subscriber is told to resync.
+const maxHeldDeltas = 10000
 
 // stream serves GET /api/v1/chats/{id}/stream (DESIGN.md section 6): the
 // current status, the durable messages after the cursor (?after= or
@@ -60,38 +66,31 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 	if st.status(c) != nil || a.replayMessages(ctx, st, id) != nil {
 		return nil
 	}
-	var nonce string
 	var waitSnapshot <-chan time.Time
 	if c.Status == chat.Running {
-		nonce = uuid.NewString()
-		ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: nonce})
+		st.nonce = uuid.NewString()
+		ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: st.nonce})
 		if err := a.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
 			a.log.Warn("stream: snapshot request not published", "chat", id, "err", err)
 		}
 		t := time.NewTimer(snapshotWait)
 		defer t.Stop()
 		waitSnapshot = t.C
+		st.holding = true
 	}
-	var held []events.ChatEvent // live part events held until the snapshot arrives
 
 	tick := time.NewTicker(a.keepAlive)
 	defer tick.Stop()
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			if st.sse.comment("keep-alive") != nil {
-				return nil
-			}
+			err = st.sse.comment("keep-alive")
 		case <-waitSnapshot:
-			waitSnapshot, nonce = nil, ""
-			for _, ev := range held {
-				if st.parts(ev.Parts) != nil {
-					return nil
-				}
-			}
-			held = nil
+			waitSnapshot, st.holding = nil, false
+			err = st.flushHeld()
 		case m, ok := <-sub.C():
 			if !ok || m.Missed {
 				if (ok && m.Missed) || errors.Is(sub.Err(), pubsub.ErrLagged) {
@@ -104,28 +103,14 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 				a.log.Warn("stream: dropping a malformed event", "chat", id, "err", err)
 				continue
 			}
-			switch {
-			case ev.Kind == events.KindSnapshot:
-				if nonce == "" || ev.Nonce != nonce || ev.Parts == nil {
-					continue // another subscriber's
-				}
-				waitSnapshot, nonce = nil, ""
-				if st.parts(ev.Parts) != nil {
-					return nil
-				}
-				for _, h := range held {
-					if st.parts(h.Parts) != nil {
-						return nil
-					}
-				}
-				held = nil
-			case ev.Kind == events.KindPart && nonce != "":
-				held = append(held, ev)
-			default:
-				if st.live(ev) != nil {
-					return nil
-				}
-			}
+			err = st.live(ev)
+		}
+		if errors.Is(err, errTooFarBehind) {
+			_ = st.sse.event(events.KindResync, resyncData)
+			return nil
+		}
+		if err != nil {
+			return nil // the client is gone
 		}
 	}
 }
@@ -148,12 +133,22 @@ func (a *api) replayMessages(ctx context.Context, st *chatStream, id string) err
 	}
 }
 
+// errTooFarBehind ends a stream that would hold more deltas than allowed.
+var errTooFarBehind = errors.New("too many deltas held")
+
 // chatStream writes one subscriber's chat events, dropping what it sent
 // already: messages up to lastMsg, and each message's deltas below seq.
+// Deltas that do not follow on from what was sent are held until the
+// missing ones arrive (the snapshot), or the durable message makes them moot.
 type chatStream struct {
 	sse     *sse
 	lastMsg int64
 	seq     map[int64]int // message id -> deltas sent
+
+	nonce   string              // the snapshot request in flight, "" if none
+	holding bool                // hold every delta until the snapshot (or its timeout)
+	held    []*events.PartBatch // batches not sent yet, in arrival order
+	nHeld   int
 }
 
 func (s *chatStream) status(c chat.Chat) error {
@@ -169,10 +164,18 @@ func (s *chatStream) message(m chat.Message) error {
 	return s.sse.eventID(events.KindMessage, strconv.FormatInt(m.ID, 10), events.Encode(map[string]any{"message": m}))
 }
 
-// parts sends the deltas of b this subscriber has not had yet.
+// parts sends the deltas of b this subscriber has not had, or holds b if
+// sending it would leave a gap.
 func (s *chatStream) parts(b *events.PartBatch) error {
 	if b == nil || b.MessageID == 0 || b.MessageID <= s.lastMsg {
 		return nil // between steps, or the message is durable already
+	}
+	if s.holding || b.Seq > s.seq[b.MessageID] {
+		s.held = append(s.held, b)
+		if s.nHeld += len(b.Deltas); s.nHeld > maxHeldDeltas {
+			return errTooFarBehind
+		}
+		return nil
 	}
 	sent := s.seq[b.MessageID]
 	for i, d := range b.Deltas {
@@ -189,17 +192,64 @@ func (s *chatStream) parts(b *events.PartBatch) error {
 	return nil
 }
 
+// flushHeld sends the held batches that now follow on from what was sent,
+// repeating until none does; the others stay held.
+func (s *chatStream) flushHeld() error {
+	for progress := true; progress; {
+		progress = false
+		rest := s.held[:0]
+		for _, b := range s.held {
+			switch {
+			case b.MessageID <= s.lastMsg || b.Seq+len(b.Deltas) <= s.seq[b.MessageID]:
+				// moot: durable already, or nothing new
+			case b.Seq <= s.seq[b.MessageID]:
+				if err := s.parts(b); err != nil {
+					return err
+				}
+				progress = true
+			default:
+				rest = append(rest, b)
+			}
+		}
+		s.held = rest
+	}
+	s.nHeld = 0
+	for _, b := range s.held {
+		s.nHeld += len(b.Deltas)
+	}
+	return nil
+}
+
 // live sends one live event in its public shape.
 func (s *chatStream) live(ev events.ChatEvent) error {
 	switch ev.Kind {
+	case events.KindSnapshot:
+		if s.nonce == "" || ev.Nonce != s.nonce || ev.Parts == nil {
+			return nil // another subscriber's
+		}
+		s.nonce, s.holding = "", false
+		if err := s.parts(ev.Parts); err != nil {
+			return err
+		}
+		return s.flushHeld()
 	case events.KindStatus:
-		if ev.Chat != nil {
-			return s.status(*ev.Chat)
+		if ev.Chat == nil {
+			return nil
 		}
+		if ev.Chat.Status != chat.Running {
+			// The run ended: deltas still held can never be completed; the
+			// durable messages carry what the run kept.
+			s.held, s.nHeld, s.nonce, s.holding = nil, 0, "", false
+		}
+		return s.status(*ev.Chat)
 	case events.KindMessage:
-		if ev.Message != nil {
-			return s.message(*ev.Message)
+		if ev.Message == nil {
+			return nil
 		}
+		if err := s.message(*ev.Message); err != nil {
+			return err
+		}
+		return s.flushHeld()
 	case events.KindPart:
 		return s.parts(ev.Parts)
 	case events.KindActionRequired:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/pubsub"
@@ -194,11 +195,15 @@ func (e *Engine) maintain(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		e.log.Error("recover expired leases", "err", err)
 	}
+	var n events.Notice
 	for _, id := range ids {
 		e.log.Warn("recovered a chat whose worker stopped renewing its lease", "chat", id)
+		if c, err := e.st.GetChat(ctx, id); err == nil {
+			n.StatusChanged(chat.Running, c)
+		}
 	}
 	if len(ids) > 0 {
-		n := events.Notice{Wake: true}
+		n.Wake = true
 		n.Publish(ctx, e.ps, e.log)
 	}
 	e.expireActions(ctx)

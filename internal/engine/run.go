@@ -43,14 +43,7 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
 	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState()}
 	e.announce(ctx, func(n *events.Notice) { n.StatusChanged(chat.Pending, c) })
 
-	ctl, err := e.ps.Subscribe(ctx, events.ControlTopic(c.ID))
-	if err != nil {
-		r.log.Error("subscribe to control topic", "err", err)
-		r.handBack()
-		return
-	}
-	defer ctl.Close()
-	go r.watch(ctx, cancel, ctl.C())
+	go r.watch(ctx, cancel)
 
 	if err := r.loop(ctx); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -64,11 +57,29 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
 
 // watch renews the lease and listens to the chat's control topic until ctx
 // ends: a lost lease or an interrupt cancels the run with its cause, and a
-// snapshot request is answered with the step so far.
-func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl <-chan pubsub.Message) {
+// snapshot request is answered with the step so far. A control subscription
+// that ends (it lagged) is renewed; the lease is renewed regardless.
+func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	beat := time.NewTicker(r.e.cfg.Heartbeat)
 	defer beat.Stop()
+	var ctl pubsub.Subscription
+	defer func() {
+		if ctl != nil {
+			ctl.Close()
+		}
+	}()
 	for {
+		if ctl == nil && ctx.Err() == nil {
+			var err error
+			if ctl, err = r.e.ps.Subscribe(ctx, events.ControlTopic(r.chat.ID)); err != nil {
+				r.log.Warn("subscribe to control topic; interrupts wait for the next lease renewal", "err", err)
+				ctl = nil
+			}
+		}
+		var msgs <-chan pubsub.Message
+		if ctl != nil {
+			msgs = ctl.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -83,9 +94,11 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl <-c
 			case interrupt:
 				cancel(errInterrupted)
 			}
-		case m, ok := <-ctl:
+		case m, ok := <-msgs:
 			if !ok {
-				return
+				ctl.Close()
+				ctl = nil
+				continue
 			}
 			var c events.Control
 			if m.Missed || json.Unmarshal(m.Payload, &c) != nil {
