@@ -32,7 +32,7 @@ type Client struct {
 	base    *url.URL
 	baseErr error // why baseURL did not parse
 	token   string
-	http  *http.Client
+	http    *http.Client
 
 	minDelay, maxDelay time.Duration // stream reconnect backoff
 }
@@ -87,7 +87,7 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	return fmt.Sprintf("parley: %d %s: %s", e.StatusCode, e.Code, e.Message)
+	return fmt.Sprintf("%d %s: %s", e.StatusCode, e.Code, e.Message)
 }
 
 // IsStatus reports whether err is an *APIError with the HTTP status code.
@@ -139,7 +139,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	defer res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return decodeError(res)
+		return fmt.Errorf("%s %s: %w", method, path, decodeError(res))
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, res.Body)

@@ -36,7 +36,7 @@ flags. See docs/configuration.md.`,
 	f.StringVar(&a.flags.Database, "database", "", "database `url`: sqlite://PATH or postgres://... (env PARLEY_DATABASE_URL; default sqlite://<data-dir>/parley.db)")
 	f.StringVar(&a.flags.LogLevel, "log-level", "", "log `level`: debug, info, warn or error (env PARLEY_LOG_LEVEL; default info)")
 
-	root.AddCommand(newServeCmd(a), newMigrateCmd(a), newTokenCmd(a))
+	root.AddCommand(newServeCmd(a), newMigrateCmd(a), newTokenCmd(a), newChatCmd(a))
 	return root
 }
 

@@ -71,7 +71,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	for {
 		if ctl == nil && ctx.Err() == nil {
 			var err error
-			if ctl, err = r.e.ps.Subscribe(ctx, events.ControlTopic(r.chat.ID)); err != nil {
+			if ctl, err = r.e.ps.Subscribe(ctx, events.ControlTopic(r.lease.ChatID)); err != nil {
 				r.log.Warn("subscribe to control topic; interrupts wait for the next lease renewal", "err", err)
 				ctl = nil
 			}
@@ -108,7 +108,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 			case events.ControlInterrupt:
 				cancel(errInterrupted)
 			case events.ControlSnapshot:
-				r.steps.answer(ctx, r.e, r.chat.ID, c.Nonce)
+				r.steps.answer(ctx, r.e, r.lease.ChatID, c.Nonce)
 			}
 		}
 	}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// weatherSchema is the JSON Schema of the get_weather tool of these tests.
+const weatherSchema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
+
+// chatProc is a running "parley chat" whose stdin the test writes.
+type chatProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *output
+	stderr *output
+	exited chan struct{}
+}
+
+// startChat starts "parley chat args..." in dir.
+func startChat(t *testing.T, dir string, env []string, args ...string) *chatProc {
+	t.Helper()
+	cmd := command(dir, env, append([]string{"chat"}, args...)...)
+	p := &chatProc{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// send types a line.
+func (p *chatProc) send(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		p.t.Fatalf("write %q to chat's stdin: %v", line, err)
+	}
+}
+
+// waitFor waits until o holds s, failing if the process ends first or the
+// deadline passes.
+func (p *chatProc) waitFor(o *output, s string) {
+	p.t.Helper()
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	for !strings.Contains(o.String(), s) {
+		select {
+		case <-o.changed:
+		case <-p.exited:
+			if !strings.Contains(o.String(), s) {
+				p.t.Fatalf("chat exited without printing %q\nstdout:\n%s\nstderr:\n%s", s, p.stdout, p.stderr)
+			}
+		case <-timeout.C:
+			p.t.Fatalf("chat did not print %q\nstdout:\n%s\nstderr:\n%s", s, p.stdout, p.stderr)
+		}
+	}
+}
+
+// wait closes stdin and waits for the exit code.
+func (p *chatProc) wait() int {
+	p.t.Helper()
+	p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(deadline):
+		p.t.Fatalf("chat did not exit\nstdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+var chatIDLine = regexp.MustCompile(`chat ([0-9a-f-]{36}) \(continue it with: parley chat --chat ([0-9a-f-]{36})\)`)
+
+// TestChatCommand: one message, one answer on stdout; the token read from
+// the data dir; a continued chat; and the errors a user meets.
+func TestChatCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil) // ./parley-data of dir, where chat finds admin.token
+
+	r := runParley(t, dir, []string{"PARLEY_URL=" + s.url}, "chat", "hello there")
+	if r.code != 0 || r.stdout != "echo: hello there\n" {
+		t.Fatalf("chat: exit %d, stdout %q, want the echo; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	m := chatIDLine.FindStringSubmatch(r.stderr)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("stderr does not name the chat:\n%s", r.stderr)
+	}
+
+	other := t.TempDir() // no admin.token here: the token comes from the flag
+	r = runParley(t, other, nil, "chat", "--url", s.url, "--token", s.token, "--chat", m[1], "and again")
+	if r.code != 0 || r.stdout != "echo: and again\n" {
+		t.Fatalf("chat --chat: exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	code, body := get(t, s.url+"/api/v1/chats/"+m[1]+"/messages", s.token)
+	if code != 200 || strings.Count(body, `"role":"user"`) != 2 || strings.Count(body, `"role":"assistant"`) != 2 {
+		t.Errorf("the continued chat's messages: %d %s", code, body)
+	}
+
+	schema := filepath.Join(other, "weather.json")
+	if err := os.WriteFile(schema, []byte(weatherSchema), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	failures := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no token", []string{"chat", "--url", s.url, "hi"}, 1, "no token"},
+		{"bad token", []string{"chat", "--url", s.url, "--token", "prl_nope", "hi"}, 1, "401 unauthorized"},
+		{"unknown chat", []string{"chat", "--url", s.url, "--token", s.token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
+		{"tool with chat", []string{"chat", "--token", "t", "--chat", "x", "--tool", "a=" + schema, "hi"}, 2, "--tool"},
+		{"tool without file", []string{"chat", "--token", "t", "--tool", "get_weather", "hi"}, 2, "NAME=FILE"},
+		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 2, "nope.json"},
+		{"tool schema refused", []string{"chat", "--url", s.url, "--token", s.token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
+	}
+	for _, f := range failures {
+		r := runParley(t, other, nil, f.args...)
+		if r.code != f.code || !strings.Contains(r.stderr, f.want) || r.stdout != "" {
+			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want it to mention %q)", f.name, r.code, f.code, r.stdout, r.stderr, f.want)
+		}
+	}
+}
+
+// TestChatHumanTool: an interactive session with a dynamic tool answered by
+// the person at the terminal: the call is shown, the typed result goes to
+// the model, and its answer mentions it; an "!error" result and plain text
+// too.
+func TestChatHumanTool(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil)
+	schema := filepath.Join(dir, "weather.json")
+	if err := os.WriteFile(schema, []byte(weatherSchema), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--tool", "get_weather="+schema+":Current weather for a city")
+
+	p.send(`/call get_weather {"city": "Paris"}`)
+	p.waitFor(p.stderr, `tool call get_weather {"city":"Paris"}`)
+	p.send(`{"temp_c": 21, "sky": "clear"}`)
+	p.waitFor(p.stdout, `tool get_weather returned {"temp_c":21,"sky":"clear"}`)
+
+	p.send(`/call get_weather {"city": "Oslo"}`)
+	p.waitFor(p.stderr, `tool call get_weather {"city":"Oslo"}`)
+	p.send(`!error the station is offline`)
+	p.waitFor(p.stdout, "tool get_weather failed: the station is offline")
+
+	p.send(`/call get_weather {"city": "Rome"}`)
+	p.waitFor(p.stderr, `tool call get_weather {"city":"Rome"}`)
+	p.send(`sunny, 30 degrees`)
+	p.waitFor(p.stdout, "tool get_weather returned sunny, 30 degrees")
+
+	p.send("thanks")
+	p.waitFor(p.stdout, "echo: thanks")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("chat exited %d at the end of input\nstderr:\n%s", code, p.stderr)
+	}
+	want := "tool get_weather returned {\"temp_c\":21,\"sky\":\"clear\"}\n" +
+		"tool get_weather failed: the station is offline\n" +
+		"tool get_weather returned sunny, 30 degrees\n" +
+		"echo: thanks\n"
+	if got := p.stdout.String(); got != want {
+		t.Errorf("stdout\n%s\nwant\n%s", got, want)
+	}
+
+	// The chat declared the tool with its description, and holds each
+	// result once.
+	m := chatIDLine.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no chat id in stderr:\n%s", p.stderr)
+	}
+	code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token)
+	if code != 200 || !strings.Contains(body, `"description":"Current weather for a city"`) {
+		t.Errorf("chat: %d %s", code, body)
+	}
+	code, body = get(t, s.url+"/api/v1/chats/"+m[1]+"/messages", s.token)
+	if code != 200 || strings.Count(body, `"type":"tool-result"`) != 3 || strings.Count(body, `"is_error":true`) != 1 {
+		t.Errorf("messages: %d %s", code, body)
+	}
+}
+
+// TestChatToolEndOfInput: input that ends while a call waits for its result
+// is an error, and the chat keeps waiting.
+func TestChatToolEndOfInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil)
+	schema := filepath.Join(dir, "weather.json")
+	if err := os.WriteFile(schema, []byte(weatherSchema), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--tool", "get_weather="+schema, `/call get_weather {"city":"Lima"}`)
+	p.waitFor(p.stderr, `tool call get_weather {"city":"Lima"}`)
+	if code := p.wait(); code != 1 || !strings.Contains(p.stderr.String(), "end of input while tool call") {
+		t.Fatalf("exit %d, stderr:\n%s", code, p.stderr)
+	}
+	code, body := get(t, s.url+"/api/v1/chats?status=requires_action", s.token)
+	if code != 200 || !strings.Contains(body, `"tool_name":"get_weather"`) {
+		t.Errorf("the chat should still wait for the result: %d %s", code, body)
+	}
+}
