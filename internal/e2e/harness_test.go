@@ -60,42 +60,63 @@ func openSQLite(t *testing.T, dir string) store.Store {
 	return st
 }
 
-// start runs a replica on st with the tools registered by setup.
+// start runs a replica on st, with an in-memory pubsub, the fake as the
+// "fake" model, and the tools registered by setup.
 func start(t *testing.T, st store.Store, fake *llmtest.OpenAIChat, setup func(reg *tools.Registry)) *server {
 	t.Helper()
+	p := openai.NewChat(openai.Config{BaseURL: fake.URL, APIKey: "k"})
+	s := startReplica(t, replica{st: st, ps: memory.New(), setup: setup,
+		models: models{"fake": {Name: "fake", Provider: p, ModelID: "gpt-test"}}})
+	s.fake = fake
+	return s
+}
+
+// replica is what one parley process is made of.
+type replica struct {
+	st     store.Store
+	ps     pubsub.PubSub // closed when the replica stops
+	models models        // the first one listed in the config is the default
+	setup  func(reg *tools.Registry)
+	token  string // "" issues one for alice
+}
+
+// startReplica runs the API and an engine over r.
+func startReplica(t *testing.T, r replica) *server {
+	t.Helper()
 	cfg := config.Default()
-	cfg.Models = []config.Model{{Name: "fake", Provider: "openai", Model: "gpt-test"}}
-	cfg.DefaultModel = "fake"
-	ps := memory.New()
-	reg := tools.NewRegistry(nil)
-	if setup != nil {
-		setup(reg)
+	for name := range r.models {
+		cfg.Models = append(cfg.Models, config.Model{Name: name, Provider: "echo", Model: name})
 	}
-	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Tools: reg})
+	cfg.DefaultModel = cfg.Models[0].Name
+	reg := tools.NewRegistry(nil)
+	if r.setup != nil {
+		r.setup(reg)
+	}
+	h, err := api.New(api.Deps{Config: &cfg, Store: r.st, PubSub: r.ps, Tools: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	p := openai.NewChat(openai.Config{BaseURL: fake.URL, APIKey: "k"})
 	ec := engine.Config{PollInterval: 50 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseTTL: 2 * time.Second,
 		DeltaFlush: time.Millisecond, Retry: llm.RetryPolicy{MaxAttempts: 1}}
-	eng := engine.New(ec, st, ps, models{"fake": {Name: "fake", Provider: p, ModelID: "gpt-test"}},
-		tools.NewDispatcher(reg, tools.Options{}, nil), nil)
+	eng := engine.New(ec, r.st, r.ps, r.models, tools.NewDispatcher(reg, tools.Options{}, nil), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
-	tok, _, err := auth.Issue(context.Background(), st, "alice", "test")
-	if err != nil {
-		t.Fatal(err)
+	tok := r.token
+	if tok == "" {
+		if tok, _, err = auth.Issue(context.Background(), r.st, "alice", "test"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s := &server{t: t, url: srv.URL, token: tok, st: st, ps: ps, fake: fake, reg: reg, cfg: &cfg}
+	s := &server{t: t, url: srv.URL, token: tok, st: r.st, ps: r.ps, reg: reg, cfg: &cfg}
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {
 			cancel()
 			<-done
+			r.ps.Close()
 			srv.Close()
-			ps.Close()
 		})
 	}
 	t.Cleanup(s.stop)
