@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/catalog"
@@ -13,10 +15,12 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
+	"github.com/parleyhq/parley/internal/tools/lua"
 )
 
-// newTools registers the server-side tools of the configuration.
-func newTools(cfg *config.Config, log *slog.Logger) (*tools.Registry, error) {
+// newTools registers the server-side tools of the configuration; their
+// metrics go to metrics.
+func newTools(cfg *config.Config, log *slog.Logger, metrics prometheus.Registerer) (*tools.Registry, error) {
 	reg := tools.NewRegistry(log)
 	opts := builtin.Options{HTTPFetch: builtin.HTTPFetchOptions{
 		AllowPrivate: cfg.Tools.HTTPFetch.AllowPrivate,
@@ -26,6 +30,35 @@ func newTools(cfg *config.Config, log *slog.Logger) (*tools.Registry, error) {
 		if err := reg.AddTool(t); err != nil {
 			return nil, fmt.Errorf("register built-in tools: %w", err)
 		}
+	}
+	lr := cfg.Tools.LuaRuntime
+	luaMetrics := lua.NewMetrics()
+	if err := metrics.Register(luaMetrics); err != nil {
+		return nil, fmt.Errorf("register Lua metrics: %w", err)
+	}
+	luaOpts := lua.Options{
+		Logger:           log.With("component", "lua"),
+		Metrics:          luaMetrics,
+		CallTimeout:      time.Duration(lr.CallTimeout),
+		BatchTimeout:     time.Duration(lr.BatchTimeout),
+		HTTPTimeout:      time.Duration(lr.HTTPTimeout),
+		MaxResponseBytes: lr.MaxResponseBytes,
+		AllowHosts:       lr.HTTPAllowHosts,
+		ReloadInterval:   time.Duration(lr.ReloadInterval),
+	}
+	for _, sc := range cfg.Tools.Lua {
+		src, err := lua.Open(sc.Name, sc.Path, luaOpts)
+		if err == nil {
+			err = reg.AddSource(context.Background(), src)
+			if err != nil {
+				src.Close()
+			}
+		}
+		if err != nil {
+			reg.Close()
+			return nil, fmt.Errorf("tools.lua: %w", err)
+		}
+		log.Info("Lua tool source loaded", "source", sc.Name, "path", sc.Path)
 	}
 	return reg, nil
 }

@@ -87,7 +87,9 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	}
 	defer ps.Close()
 
-	toolReg, err := newTools(cfg, a.log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	toolReg, err := newTools(cfg, a.log, reg)
 	if err != nil {
 		return err
 	}
@@ -100,8 +102,6 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	// (pending) so another replica continues them at once.
 	defer stopEngine()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := api.New(api.Deps{
 		Config:   cfg,
 		Store:    db.Store,

@@ -57,8 +57,20 @@ var Providers = []string{"openai", "openai-responses", "anthropic", "echo"}
 
 // Tools configures server-side tool sources.
 type Tools struct {
-	Lua       []LuaSource `yaml:"lua"`
-	HTTPFetch HTTPFetch   `yaml:"http_fetch"`
+	Lua        []LuaSource `yaml:"lua"`
+	LuaRuntime LuaRuntime  `yaml:"lua_runtime"`
+	HTTPFetch  HTTPFetch   `yaml:"http_fetch"`
+}
+
+// LuaRuntime sets the limits and permissions every Lua tool source runs
+// with (docs/lua-tools.md).
+type LuaRuntime struct {
+	CallTimeout      Duration `yaml:"call_timeout"`       // one call, waits included
+	BatchTimeout     Duration `yaml:"batch_timeout"`      // all the calls of one step to one source
+	HTTPTimeout      Duration `yaml:"http_timeout"`       // an http.request that sets no timeout
+	MaxResponseBytes int64    `yaml:"max_response_bytes"` // an http response body
+	HTTPAllowHosts   []string `yaml:"http_allow_hosts"`   // hosts http.request may reach; none when empty
+	ReloadInterval   Duration `yaml:"reload_interval"`    // how often scripts are checked for changes; 0 turns reloading off
 }
 
 // HTTPFetch configures the built-in http_fetch tool. By default it refuses
@@ -144,6 +156,13 @@ func Default() Config {
 			MaxLabels:          cl.MaxLabels,
 			MaxMessageBytes:    cl.MaxMessageBytes,
 		},
+		Tools: Tools{LuaRuntime: LuaRuntime{
+			CallTimeout:      Duration(30 * time.Second),
+			BatchTimeout:     Duration(60 * time.Second),
+			HTTPTimeout:      Duration(10 * time.Second),
+			MaxResponseBytes: 1 << 20,
+			ReloadInterval:   Duration(2 * time.Second),
+		}},
 		Engine: Engine{
 			Concurrency:  64,
 			LeaseTTL:     Duration(15 * time.Second),
@@ -248,6 +267,9 @@ func (c *Config) check() error {
 	if c.Engine.Heartbeat >= c.Engine.LeaseTTL {
 		return fmt.Errorf("engine: heartbeat (%s) must be shorter than lease_ttl (%s)", time.Duration(c.Engine.Heartbeat), time.Duration(c.Engine.LeaseTTL))
 	}
+	if err := c.Tools.LuaRuntime.check(); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for i, s := range c.Tools.Lua {
 		if s.Name == "" || s.Path == "" {
@@ -310,6 +332,24 @@ func (l Limits) check() error {
 		}
 		if v.val < v.min {
 			return fmt.Errorf("limits.%s must be positive", v.key)
+		}
+	}
+	return nil
+}
+
+func (l LuaRuntime) check() error {
+	if l.CallTimeout <= 0 || l.BatchTimeout <= 0 || l.HTTPTimeout <= 0 || l.MaxResponseBytes <= 0 {
+		return errors.New("tools.lua_runtime: call_timeout, batch_timeout, http_timeout and max_response_bytes must be positive")
+	}
+	if l.CallTimeout > l.BatchTimeout {
+		return fmt.Errorf("tools.lua_runtime: call_timeout (%s) must not be longer than batch_timeout (%s)", time.Duration(l.CallTimeout), time.Duration(l.BatchTimeout))
+	}
+	if l.ReloadInterval < 0 {
+		return errors.New("tools.lua_runtime.reload_interval must not be negative (0 turns reloading off)")
+	}
+	for i, h := range l.HTTPAllowHosts {
+		if strings.TrimSpace(h) == "" || strings.Contains(h, "/") {
+			return fmt.Errorf("tools.lua_runtime.http_allow_hosts[%d] %q: want a host, host:port or *.domain, without scheme or path", i, h)
 		}
 	}
 	return nil

@@ -1,0 +1,208 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	glua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/parleyhq/parley/tool"
+)
+
+//go:embed prelude.lua
+var preludeCode string
+
+// prelude is compiled once; every state runs it.
+var prelude = func() *glua.FunctionProto {
+	chunk, err := parse.Parse(strings.NewReader(preludeCode), "=prelude")
+	if err != nil {
+		panic(err)
+	}
+	proto, err := glua.Compile(chunk, "=prelude")
+	if err != nil {
+		panic(err)
+	}
+	return proto
+}()
+
+// stateOptions size a state: small stacks that grow, so a coroutine per call
+// stays cheap, with ceilings that turn runaway recursion into an error.
+var stateOptions = glua.Options{
+	SkipOpenLibs:        true,
+	CallStackSize:       1024,
+	MinimizeStackMemory: true,
+	RegistrySize:        256,
+	RegistryGrowStep:    256,
+	RegistryMaxSize:     1 << 20,
+}
+
+// removed are the globals of the opened libraries that a script must not
+// reach: loading code, the environment of functions, the collector.
+var removed = []string{"dofile", "loadfile", "load", "loadstring", "require", "module",
+	"getfenv", "setfenv", "newproxy", "collectgarbage", "_printregs"}
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// newRunner builds a sandboxed state, runs the scripts in it (all within
+// the load time limit) and collects the tools they declare. The runner is
+// not started.
+func (s *Source) newRunner(scripts *scriptSet) (*runner, error) {
+	L := glua.NewState(stateOptions)
+	r := &runner{
+		src:         s,
+		scripts:     scripts,
+		L:           L,
+		kinds:       newJSONKinds(L),
+		tools:       map[string]*glua.LFunction{},
+		calls:       map[*callState]struct{}{},
+		inbox:       make(chan *batch),
+		completions: make(chan completion, 64),
+		retiring:    make(chan struct{}),
+		closing:     make(chan struct{}),
+		dead:        make(chan struct{}),
+		exited:      make(chan struct{}),
+	}
+	r.marker = r.L.NewUserData()
+	if err := r.load(); err != nil {
+		r.L.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *runner) load() error {
+	L := r.L
+	ctx, cancel := context.WithTimeout(context.Background(), r.src.opts.LoadTimeout)
+	defer cancel()
+	L.SetContext(ctx)
+	defer L.RemoveContext()
+
+	for _, lib := range []struct {
+		name string
+		open glua.LGFunction
+	}{
+		{glua.BaseLibName, glua.OpenBase},
+		{glua.TabLibName, glua.OpenTable},
+		{glua.StringLibName, glua.OpenString},
+		{glua.MathLibName, glua.OpenMath},
+		{glua.CoroutineLibName, glua.OpenCoroutine},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(glua.LString(lib.name))
+		if err := L.PCall(1, 0, nil); err != nil {
+			return fmt.Errorf("open %s library: %w", lib.name, err)
+		}
+	}
+	for _, name := range removed {
+		L.SetGlobal(name, glua.LNil)
+	}
+	if str, ok := L.GetGlobal("string").(*glua.LTable); ok {
+		str.RawSetString("dump", glua.LNil)
+		if rep, ok := str.RawGetString("rep").(*glua.LFunction); ok {
+			str.RawSetString("rep", L.NewFunction(boundedRep(rep.GFunction)))
+		}
+	}
+	L.Push(L.NewFunctionFromProto(prelude))
+	L.Push(r.marker)
+	if err := L.PCall(1, 1, nil); err != nil {
+		return fmt.Errorf("prelude: %w", err)
+	}
+	base, ok := L.Get(-1).(*glua.LFunction)
+	L.Pop(1)
+	if !ok {
+		return errors.New("prelude: no base function")
+	}
+	r.base = base
+	r.openHost()
+
+	r.loading = true
+	defer func() { r.loading = false }()
+	for _, f := range r.scripts.files {
+		L.Push(L.NewFunctionFromProto(f.proto))
+		if err := L.PCall(0, 0, nil); err != nil {
+			msg := r.errorMessage(err)
+			if ctx.Err() != nil {
+				msg = fmt.Sprintf("still running after the load time limit of %s (%s)", r.src.opts.LoadTimeout, msg)
+			}
+			return fmt.Errorf("load %s: %s", f.name, msg)
+		}
+	}
+	if len(r.decls) == 0 {
+		return errors.New("the scripts declare no tool: call tool{name=..., handler=function(input) ... end}")
+	}
+	return nil
+}
+
+// declare is the tool{} global: it checks a declaration and records it.
+func (r *runner) declare(L *glua.LState) int {
+	if !r.loading {
+		L.RaiseError("tool{} can only be called while the scripts load, not from a handler")
+	}
+	t := L.CheckTable(1)
+	var name, desc string
+	var handler *glua.LFunction
+	var schema glua.LValue = glua.LNil
+	t.ForEach(func(k, v glua.LValue) {
+		key, _ := k.(glua.LString)
+		switch key {
+		case "name":
+			s, ok := v.(glua.LString)
+			if !ok {
+				L.RaiseError("tool{}: name must be a string")
+			}
+			name = string(s)
+		case "description":
+			s, ok := v.(glua.LString)
+			if !ok {
+				L.RaiseError("tool{}: description must be a string")
+			}
+			desc = string(s)
+		case "handler":
+			f, ok := v.(*glua.LFunction)
+			if !ok {
+				L.RaiseError("tool{}: handler must be a function")
+			}
+			handler = f
+		case "input_schema":
+			schema = v
+		default:
+			L.RaiseError("tool{}: unknown field %s (want name, description, input_schema, handler)", k.String())
+		}
+	})
+	if !toolNameRE.MatchString(name) {
+		L.RaiseError("tool{}: name %q must match %s", name, toolNameRE)
+	}
+	if handler == nil {
+		L.RaiseError("tool{} %q: handler (a function) is required", name)
+	}
+	if _, dup := r.tools[name]; dup {
+		L.RaiseError("tool{}: %q is declared twice", name)
+	}
+	raw, err := r.kinds.inputSchema(schema)
+	if err != nil {
+		L.RaiseError("tool{} %q: %v", name, err)
+	}
+	r.tools[name] = handler
+	r.decls = append(r.decls, tool.Decl{Name: name, Description: desc, InputSchema: raw})
+	return 0
+}
+
+// maxRepBytes bounds what string.rep makes: one call could otherwise ask
+// for more memory than the server has.
+const maxRepBytes = 16 << 20
+
+// boundedRep wraps string.rep with the maxRepBytes bound.
+func boundedRep(rep glua.LGFunction) glua.LGFunction {
+	return func(L *glua.LState) int {
+		s, n := L.CheckString(1), L.CheckNumber(2)
+		if float64(len(s))*float64(n) > maxRepBytes {
+			L.RaiseError("string.rep: the result would be larger than %d bytes", maxRepBytes)
+		}
+		return rep(L)
+	}
+}
