@@ -25,7 +25,7 @@ func (s *Store) AcquireChat(ctx context.Context, workerID string, ttl time.Durat
 		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: %w", err)
 	}
 	now := dbutil.Now()
-	c, err := scanChat(s.write.QueryRowContext(ctx, `UPDATE chats
+	c, err := scanChat(s.w.QueryRowContext(ctx, `UPDATE chats
 		SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
 			lease_expires_at = ?, updated_at = ?
 		WHERE id = (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT 1)
@@ -46,7 +46,7 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 		return false, fmt.Errorf("renew lease: %w", err)
 	}
 	var interrupt bool
-	err := s.write.QueryRowContext(ctx, `UPDATE chats SET lease_expires_at = ?
+	err := s.w.QueryRowContext(ctx, `UPDATE chats SET lease_expires_at = ?
 		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?
 		RETURNING interrupt_requested`,
 		dbutil.Micros(dbutil.Now().Add(ttl)), l.ChatID, l.WorkerID, l.Generation).Scan(&interrupt)
@@ -63,7 +63,7 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // pending, in one statement.
 func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	now := dbutil.Micros(dbutil.Now())
-	rows, err := s.write.QueryContext(ctx, `UPDATE chats
+	rows, err := s.w.QueryContext(ctx, `UPDATE chats
 		SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = ?
 		WHERE status = 'running' AND lease_expires_at < ?
 		RETURNING id`, now, now)
@@ -126,13 +126,13 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 // ReserveMessageID advances the messages table's AUTOINCREMENT counter and
 // returns the id it passed over.
 func (s *Store) ReserveMessageID(ctx context.Context) (int64, error) {
-	_, err := s.write.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
 		SELECT 'messages', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')`)
 	if err != nil {
 		return 0, fmt.Errorf("reserve message id: %w", err)
 	}
 	var id int64
-	err = s.write.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'messages' RETURNING seq`).Scan(&id)
+	err = s.w.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'messages' RETURNING seq`).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("reserve message id: %w", err)
 	}

@@ -33,6 +33,10 @@ type Store struct {
 	path   string // the database file
 	write  *sql.DB
 	read   *sql.DB
+	// Prepared statements of each pool; w runs single statements on the
+	// writer (the lease operations).
+	writeStmts, readStmts *stmtCache
+	w                     cached
 }
 
 var _ store.Store = (*Store)(nil)
@@ -73,7 +77,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	s := &Store{reader: reader{q: read}, path: path, write: write, read: read}
+	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read)}
+	s.reader = reader{q: cached{c: s.readStmts}}
+	s.w = cached{c: s.writeStmts}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -111,6 +117,8 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.readStmts.close()
+	s.writeStmts.close()
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -124,7 +132,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	// Should fn panic, this gives the writer connection back; after a
 	// commit or rollback it does nothing.
 	defer sqlTx.Rollback()
-	if err := fn(&tx{reader{q: sqlTx}}); err != nil {
+	if err := fn(&tx{reader{q: cached{c: s.writeStmts, tx: sqlTx}}}); err != nil {
 		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
 		}
@@ -133,6 +141,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.writeStmts.prepareWanted(ctx)
 	return nil
 }
 

@@ -1,0 +1,169 @@
+// Command parley-bench measures parley's engine, database and live streaming
+// in one process and prints one table per run, each figure beside its floor
+// or target (issue 3; docs/benchmarks.md says what each row measures).
+//
+// It starts the real components — store, pubsub, engine, HTTP API on
+// loopback listeners — with in-process models that answer without network.
+// SQLite always runs, in a temporary directory; PostgreSQL runs when a DSN
+// is given (-postgres, or PARLEY_BENCH_POSTGRES, or PARLEY_TEST_POSTGRES),
+// in a fresh schema dropped at the end.
+//
+// A missed target is reported (MISS), not an error: the exit status is 0
+// unless a measurement could not be made.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// options are the command's flags.
+type options struct {
+	postgres    string
+	concurrency int
+	chats       int
+	pgChats     int
+	steps       int
+	rawDuration time.Duration
+	streams     int
+	deltas      int
+	interval    time.Duration
+	oneReplica  string
+	verbose     bool
+	cpuProfile  string
+}
+
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("parley-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: parley-bench [flags]\n\nMeasures parley in one process and prints one table (docs/benchmarks.md).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	dsn := getenv("PARLEY_BENCH_POSTGRES")
+	if dsn == "" {
+		dsn = getenv("PARLEY_TEST_POSTGRES")
+	}
+	fs.StringVar(&o.postgres, "postgres", dsn, "PostgreSQL `DSN` (default $PARLEY_BENCH_POSTGRES, else $PARLEY_TEST_POSTGRES); empty skips the PostgreSQL rows")
+	fs.IntVar(&o.concurrency, "concurrency", 64, "engine concurrency of the loop runs, and goroutines of the raw commit loop")
+	fs.IntVar(&o.chats, "chats", 10000, "chats of the SQLite loop run; they are also the idle chats whose goroutines are counted")
+	fs.IntVar(&o.pgChats, "pg-chats", 5000, "chats of the PostgreSQL loop run")
+	fs.IntVar(&o.steps, "steps", 1, "model calls per chat run: steps-1 calls of a server-side tool, then a text")
+	fs.DurationVar(&o.rawDuration, "raw-duration", 3*time.Second, "how long the raw commit rate is measured, per database")
+	fs.IntVar(&o.streams, "streams", 1000, "chats streaming at once in the latency runs, one SSE client each")
+	fs.IntVar(&o.deltas, "deltas", 20, "deltas each streaming chat sends")
+	fs.DurationVar(&o.interval, "delta-interval", 250*time.Millisecond, "time between two deltas of one chat")
+	fs.StringVar(&o.oneReplica, "one-replica", "sqlite", "database of the one-replica latency run: sqlite or postgres")
+	fs.BoolVar(&o.verbose, "v", false, "print the components' warnings and errors on stderr")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
+		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
+	case o.rawDuration <= 0 || o.interval <= 0:
+		return o, fmt.Errorf("-raw-duration and -delta-interval must be positive")
+	case o.oneReplica != "sqlite" && o.oneReplica != "postgres":
+		return o, fmt.Errorf("-one-replica must be sqlite or postgres, not %q", o.oneReplica)
+	case o.oneReplica == "postgres" && o.postgres == "":
+		return o, fmt.Errorf("-one-replica postgres needs a PostgreSQL DSN")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, err := parseFlags(args, stderr, getenv)
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "parley-bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "parley-bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "parley-bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	logs := newLogCounter(stderr, o.verbose)
+	b := &bench{o: o, log: slog.New(logs), t: &table{}, progress: stderr}
+	b.quiet = idleBefore(500 * time.Millisecond)
+	start := time.Now()
+	b.sqlite(ctx)
+	if o.postgres != "" {
+		b.postgresRows(ctx)
+	} else {
+		b.t.note("PostgreSQL rows skipped: no DSN (set -postgres, PARLEY_BENCH_POSTGRES or PARLEY_TEST_POSTGRES).")
+	}
+	if w, e := logs.counts(); w+e > 0 {
+		b.t.note("the components logged %d warnings and %d errors (-v prints them).", w, e)
+	}
+	b.t.note("total run time %s.", time.Since(start).Round(time.Second))
+
+	b.header(stdout)
+	b.t.print(stdout)
+	if b.t.hasErrors() {
+		return 1
+	}
+	return 0
+}
+
+// bench runs the measurements and fills the table.
+type bench struct {
+	o        options
+	log      *slog.Logger
+	t        *table
+	progress io.Writer
+	dbs      []string // databases used, for the header
+	quiet    string   // how idle the machine was before the run
+}
+
+// step tells stderr what runs now: a full run takes a while.
+func (b *bench) step(format string, args ...any) {
+	fmt.Fprintf(b.progress, "parley-bench: "+format+"\n", args...)
+}
+
+// header prints the machine and the run's settings.
+func (b *bench) header(w io.Writer) {
+	fmt.Fprintf(w, "parley-bench %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d)%s, %s/%s, %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if b.quiet != "" {
+		fmt.Fprintf(w, "load: %s\n", b.quiet)
+	}
+	fmt.Fprintf(w, "databases: %s\n", strings.Join(b.dbs, "; "))
+	o := b.o
+	fmt.Fprintf(w, "loop: engine concurrency %d, %s per run, instant in-process model; raw commits: %d goroutines for %s\n",
+		o.concurrency, plural(o.steps, "step"), o.concurrency, o.rawDuration)
+	fmt.Fprintf(w, "streams: %d chats at once, %d deltas each, one per %s per chat (%s deltas/s in all)\n\n",
+		o.streams, o.deltas, o.interval, thousands(int64(float64(o.streams)/o.interval.Seconds())))
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// small are flags that make a whole run take a few seconds.
+var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-raw-duration", "100ms",
+	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms"}
+
+// TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
+// the table has every SQLite row with a measured value.
+func TestRunSQLite(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(small, &out, &errOut, func(string) string { return "" })
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
+	}
+	table := out.String()
+	for _, want := range []string{
+		"| SQLite raw single-row commits/s (8 goroutines, 1 writer conn)",
+		"| SQLite loop steps/s (30 chats × 1 step, concurrency 8)",
+		"| goroutines held by 30 idle chats (SQLite, after their runs)",
+		"| delta → SSE client, 1 replica, SQLite, 5 streams: p99",
+		"| heap per active chat (1 replica, SQLite: running, 3 deltas streamed)",
+		"PostgreSQL rows skipped",
+		"machine: ",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("no %q in the output:\n%s", want, table)
+		}
+	}
+	// Every delta must arrive, and no chat may keep a goroutine.
+	if !rowPasses(table, "deltas received") || !rowPasses(table, "goroutines held by") {
+		t.Errorf("a check that must pass did not:\n%s", table)
+	}
+	if strings.Contains(table, "error") {
+		t.Errorf("a measurement failed:\n%s", table)
+	}
+}
+
+// TestRunPostgres runs the PostgreSQL rows too, when a database is there.
+func TestRunPostgres(t *testing.T) {
+	dsn := os.Getenv("PARLEY_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("PARLEY_TEST_POSTGRES not set: skipping the PostgreSQL rows")
+	}
+	var out, errOut bytes.Buffer
+	code := run(append([]string{"-postgres", dsn, "-one-replica", "postgres"}, small...), &out, &errOut, func(string) string { return "" })
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
+	}
+	table := out.String()
+	for _, want := range []string{
+		"| PostgreSQL loop steps/s (30 chats × 1 step, concurrency 8)",
+		"| delta → SSE client, 1 replica, PostgreSQL, 5 streams: p99",
+		"| delta → SSE client, 2 replicas, PostgreSQL, 5 streams: p99",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("no %q in the output:\n%s", want, table)
+		}
+	}
+	// -one-replica postgres moves the one-replica run off SQLite.
+	if strings.Count(table, "deltas received") != 2 || !rowPasses(table, "deltas received") || strings.Contains(table, "error") {
+		t.Errorf("want two latency runs with every delta, and no failure:\n%s", table)
+	}
+}
+
+// rowPasses reports whether every row whose metric contains name passes.
+func rowPasses(table, name string) bool {
+	found := false
+	for line := range strings.Lines(table) {
+		if strings.Contains(line, name) {
+			found = true
+			if !strings.Contains(line, "| "+pass) {
+				return false
+			}
+		}
+	}
+	return found
+}
+
+func TestSendTime(t *testing.T) {
+	line := []byte(`data: {"message_id":7,"part":{"type":"text-delta","text":"t=123456789;","index":0}}`)
+	if d, ok := sendTime(line); !ok || d != 123456789 {
+		t.Errorf("sendTime = %d, %v; want 123456789, true", d, ok)
+	}
+	for _, bad := range []string{`data: {"part":{"text":"hello"}}`, `data: {"part":{"text":"t=12"}}`, `data: {"part":{"text":"t=x;"}}`} {
+		if _, ok := sendTime([]byte(bad)); ok {
+			t.Errorf("sendTime(%s) found a time", bad)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var r latencyResult
+	for i := 1; i <= 100; i++ {
+		r.latencies = append(r.latencies, time.Duration(i))
+	}
+	for p, want := range map[float64]time.Duration{0.5: 50, 0.99: 99, 1: 100, 0.001: 1} {
+		if got := r.percentile(p); got != want {
+			t.Errorf("percentile(%g) = %d, want %d", p, got, want)
+		}
+	}
+	if got := (latencyResult{}).percentile(0.99); got != 0 {
+		t.Errorf("percentile of nothing = %d", got)
+	}
+}
+
+func TestWithSearchPath(t *testing.T) {
+	got, err := withSearchPath("postgres://u@h:5432/db?sslmode=disable", "s1")
+	if err != nil || got != "postgres://u@h:5432/db?search_path=s1&sslmode=disable" {
+		t.Errorf("URL: %q, %v", got, err)
+	}
+	if got, _ := withSearchPath("host=h user=u", "s1"); got != "host=h user=u search_path=s1" {
+		t.Errorf("key=value: %q", got)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4321: "-4,321"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
