@@ -108,6 +108,7 @@ type Engine struct {
 
 	slots chan struct{} // one token per chat this process may run
 	wg    sync.WaitGroup
+	ids   idBlock
 }
 
 // New returns an engine; tl may be nil (no server-side tools).

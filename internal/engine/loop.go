@@ -32,12 +32,12 @@ func (r *run) loop(ctx context.Context) error {
 	}
 	model, ok := r.e.models.Model(r.chat.Model)
 	if !ok {
-		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)})
+		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)}, nil)
 		return nil
 	}
 	for step := 1; ; step++ {
 		if step > r.e.cfg.MaxSteps {
-			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)})
+			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)}, nil)
 			return nil
 		}
 		history, err := r.history(ctx)
@@ -67,11 +67,7 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 	}
 	m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonWorkerStopped)}
 	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := tx.InsertMessage(ctx, &m); err != nil {
-			return err
-		}
-		n.Message(m)
-		return nil
+		return insert(ctx, tx, n, &m)
 	})
 	if err != nil {
 		return nil, err
@@ -85,7 +81,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
 	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: chat.ForModel(history), Tools: defs}
 
-	msgID, err := r.e.st.ReserveMessageID(ctx)
+	msgID, err := r.e.nextMessageID(ctx, history[len(history)-1].ID)
 	if err != nil {
 		return false, r.stopped(ctx, err)
 	}
@@ -100,81 +96,86 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	pub.end()
 	if callErr != nil {
 		if ctx.Err() != nil {
-			return true, r.cutShort(ctx, msgID, pub.partial())
+			var partial *chat.Message
+			if parts := pub.partial(); len(parts) > 0 {
+				partial = &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: parts}
+			}
+			return true, r.cutShort(ctx, partial)
 		}
-		r.fail(modelError(callErr))
+		r.fail(modelError(callErr), nil)
 		return true, nil
 	}
 
-	asst := chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
+	asst := &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
 	calls := toolCalls(res.Parts)
-	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := tx.InsertMessage(ctx, &asst); err != nil {
-			return err
-		}
-		n.Message(asst)
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
 	if len(calls) == 0 {
-		return true, r.finishIdle()
+		return true, r.finishIdle(asst) // the answer and the end of the run: one transaction
+	}
+	// The calls are persisted before they run: if this worker dies meanwhile,
+	// the next one answers them (history) instead of losing them.
+	if err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		return insert(ctx, tx, n, asst)
+	}); err != nil {
+		return false, err
 	}
 
 	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools})
+	var results *chat.Message
 	if len(out.Results) > 0 {
-		results := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
-		err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-			if err := tx.InsertMessage(ctx, &results); err != nil {
-				return err
-			}
-			n.Message(results)
-			return nil
-		})
+		id, err := r.e.nextMessageID(context.WithoutCancel(ctx), asst.ID)
 		if err != nil {
 			return false, err
 		}
+		results = &chat.Message{ID: id, ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 	}
 	switch {
 	case ctx.Err() != nil:
-		return true, r.cutShort(ctx, 0, nil)
+		return true, r.cutShort(ctx, results)
 	case len(out.Failures) > 0:
 		f := out.Failures[0]
-		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()})
+		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, results)
 		return true, nil
 	case len(out.Pending) > 0:
-		return true, r.requireAction(out.Pending)
+		return true, r.requireAction(out.Pending, results)
+	}
+	if results != nil {
+		if err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+			return insert(ctx, tx, n, results)
+		}); err != nil {
+			return false, err
+		}
 	}
 	return false, nil
 }
 
-// cutShort ends a run whose context was cancelled, by its cause: an
-// interrupt persists the partial answer (as message msgID) and cancels open
-// calls; a shutdown hands the chat back; a lost lease writes nothing.
-func (r *run) cutShort(ctx context.Context, msgID int64, partial []chat.Part) error {
+// insert appends messages (nil ones skipped) inside a write and records them
+// for the chat's stream.
+func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Message) error {
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if err := tx.InsertMessage(ctx, m); err != nil {
+			return err
+		}
+		n.Message(*m)
+	}
+	return nil
+}
+
+// cutShort ends a run whose context was cancelled, by its cause, writing
+// msgs (a partial answer, tool results) with the end of the run: an
+// interrupt cancels the open calls and promotes queued messages; a shutdown
+// hands the chat back; a lost lease writes nothing.
+func (r *run) cutShort(ctx context.Context, msgs ...*chat.Message) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errLeaseLost):
 		return store.ErrLeaseLost
 	case errors.Is(cause, errInterrupted):
-		if len(partial) > 0 {
-			m := chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: partial}
-			err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-				if err := tx.InsertMessage(ctx, &m); err != nil {
-					return err
-				}
-				n.Message(m)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return r.finishInterrupted()
+		return r.finishInterrupted(msgs...)
 	default:
-		r.handBack()
-		return nil
+		return r.handBack(msgs...)
 	}
 }
 
@@ -182,7 +183,7 @@ func (r *run) cutShort(ctx context.Context, msgID int64, partial []chat.Part) er
 // cancelled run ends by its cause, anything else is returned.
 func (r *run) stopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return r.cutShort(ctx, 0, nil)
+		return r.cutShort(ctx)
 	}
 	return err
 }

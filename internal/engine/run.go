@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,11 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
 // snapshot request is answered with the step so far. A control subscription
 // that ends (it lagged) is renewed; the lease is renewed regardless.
 func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
-	beat := time.NewTicker(r.e.cfg.Heartbeat)
+	// Jittered, so chats acquired together do not renew together.
+	jitter := func() time.Duration {
+		return r.e.cfg.Heartbeat*4/5 + rand.N(r.e.cfg.Heartbeat*2/5+1)
+	}
+	beat := time.NewTimer(jitter())
 	defer beat.Stop()
 	var ctl pubsub.Subscription
 	defer func() {
@@ -84,6 +89,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-ctx.Done():
 			return
 		case <-beat.C:
+			beat.Reset(jitter())
 			interrupt, err := r.e.st.RenewLease(ctx, r.lease, r.e.cfg.LeaseTTL)
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
@@ -159,8 +165,11 @@ func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t s
 // finishIdle ends a run whose last step had no tool calls: queued messages
 // are promoted into the history (then the chat is pending again), else the
 // chat waits for the user.
-func (r *run) finishIdle() error {
+func (r *run) finishIdle(msgs ...*chat.Message) error {
 	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := insert(ctx, tx, n, msgs...); err != nil {
+			return err
+		}
 		queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
 		if err != nil {
 			return err
@@ -176,8 +185,11 @@ func (r *run) finishIdle() error {
 // finishInterrupted ends a run the user interrupted: the open calls get
 // "cancelled" results, queued messages are promoted, and the chat waits (or
 // is pending, to answer them).
-func (r *run) finishInterrupted() error {
+func (r *run) finishInterrupted(msgs ...*chat.Message) error {
 	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := insert(ctx, tx, n, msgs...); err != nil {
+			return err
+		}
 		if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, service.ReasonInterrupted, n); err != nil {
 			return err
 		}
@@ -193,14 +205,18 @@ func (r *run) finishInterrupted() error {
 	})
 }
 
-// requireAction lets the chat wait for the client's results of calls.
-func (r *run) requireAction(calls []chat.ToolCall) error {
+// requireAction lets the chat wait for the client's results of calls,
+// writing msgs (the step's server-side results) with the change.
+func (r *run) requireAction(calls []chat.ToolCall, msgs ...*chat.Message) error {
 	timeout := r.chat.ToolResultTimeout
 	if timeout <= 0 {
 		timeout = r.e.cfg.ToolResultTimeout
 	}
 	deadline := time.Now().Add(timeout).UTC().Truncate(time.Microsecond)
 	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := insert(ctx, tx, n, msgs...); err != nil {
+			return err
+		}
 		ra := &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
 		if err := r.transition(ctx, tx, n, store.Transition{To: chat.RequiresAction, ActionDeadline: &deadline}, ra); err != nil {
 			return err
@@ -212,10 +228,13 @@ func (r *run) requireAction(calls []chat.ToolCall) error {
 	})
 }
 
-// fail ends the run in error; the history stays as persisted, and POST
-// /retry continues from it.
-func (r *run) fail(ce *chat.ChatError) {
+// fail ends the run in error, writing msgs with it; the history stays as
+// persisted, and POST /retry continues from it.
+func (r *run) fail(ce *chat.ChatError, msgs ...*chat.Message) {
 	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := insert(ctx, tx, n, msgs...); err != nil {
+			return err
+		}
 		if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}, nil); err != nil {
 			return err
 		}
@@ -227,14 +246,22 @@ func (r *run) fail(ce *chat.ChatError) {
 	}
 }
 
-// handBack returns the chat to pending so another worker continues at once.
-func (r *run) handBack() {
+// handBack returns the chat to pending so another worker continues at once,
+// writing msgs (results of tools that ran) with it.
+func (r *run) handBack(msgs ...*chat.Message) error {
 	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if err := insert(ctx, tx, n, msgs...); err != nil {
+			return err
+		}
 		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending}, nil)
 	})
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return err
+	}
+	if err != nil {
 		r.log.Error("hand chat back", "err", err)
 	}
+	return nil
 }
 
 // announce publishes a notice built by fn.

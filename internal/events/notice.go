@@ -55,32 +55,29 @@ func (n *Notice) ChatEvent(chatID string, ev ChatEvent) {
 	n.ChatIDs = append(n.ChatIDs, chatID)
 }
 
-// Publish sends everything recorded, in order. Failures are logged, never
-// returned: the database already holds the truth, and subscribers re-read it.
+// Publish sends everything recorded, in order, as one batch (one round trip
+// on PostgreSQL). Failures are logged, never returned: the database already
+// holds the truth, and subscribers re-read it.
 func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger) {
 	if len(n.Feed) == 0 && len(n.Chat) == 0 && len(n.Control) == 0 && !n.Wake {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
+	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
 	for i, ev := range n.Chat {
-		if err := ps.Publish(ctx, ChatTopic(n.ChatIDs[i]), Encode(ev)); err != nil {
-			log.Warn("chat event not published", "chat", n.ChatIDs[i], "kind", ev.Kind, "err", err)
-		}
+		msgs = append(msgs, pubsub.Message{Topic: ChatTopic(n.ChatIDs[i]), Payload: Encode(ev)})
 	}
 	for _, ev := range n.Feed {
-		if err := PublishFeed(ctx, ps, ev); err != nil {
-			log.Warn("feed event not published", "chat", ev.Chat.ID, "kind", ev.Kind, "err", err)
-		}
+		msgs = append(msgs, pubsub.Message{Topic: FeedTopic(ev.Chat.Owner), Payload: Encode(ev)})
 	}
 	for _, c := range n.Control {
-		if err := ps.Publish(ctx, ControlTopic(c.ChatID), Encode(c.Msg)); err != nil {
-			log.Warn("control message not published", "chat", c.ChatID, "kind", c.Msg.Kind, "err", err)
-		}
+		msgs = append(msgs, pubsub.Message{Topic: ControlTopic(c.ChatID), Payload: Encode(c.Msg)})
 	}
 	if n.Wake {
-		if err := ps.Publish(ctx, WorkTopic, nil); err != nil {
-			log.Warn("worker wake-up not published", "err", err)
-		}
+		msgs = append(msgs, pubsub.Message{Topic: WorkTopic})
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	if err := ps.PublishBatch(ctx, msgs); err != nil {
+		log.Warn("events not published; subscribers re-read the database", "events", len(msgs), "err", err)
 	}
 }

@@ -20,6 +20,9 @@ type PubSub interface {
 	// accepted; an implementation with a size limit must carry large payloads
 	// another way, never truncate or drop them.
 	Publish(ctx context.Context, topic string, payload []byte) error
+	// PublishBatch publishes msgs in order, as Publish would one by one, in
+	// one round trip where the implementation can (Missed is ignored).
+	PublishBatch(ctx context.Context, msgs []Message) error
 	// Subscribe starts delivering the topic's messages. The subscription ends
 	// when ctx is done or Close is called.
 	Subscribe(ctx context.Context, topic string) (Subscription, error)

@@ -81,10 +81,12 @@ type Store interface {
 	// old lease's Fence fails) and returns their ids. Replicas may run it at
 	// the same time: each chat is recovered by one of them.
 	RecoverExpiredLeases(ctx context.Context) ([]string, error)
-	// ReserveMessageID takes the next message id without inserting a
-	// message, so a step's streamed parts can name the message they will be
-	// (InsertMessage with that ID set). Ids reserved later are greater.
-	ReserveMessageID(ctx context.Context) (int64, error)
+	// ReserveMessageIDs takes n message ids (1 <= n <= 1000) without
+	// inserting messages, in increasing order, so a worker can name a
+	// message before it exists (a step's streamed parts name the message they
+	// will be) and insert it with that ID set. Every id reserved or inserted
+	// later is greater than all of them.
+	ReserveMessageIDs(ctx context.Context, n int) ([]int64, error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error
@@ -142,7 +144,7 @@ type Tx interface {
 	DeleteChat(ctx context.Context, id string) error
 
 	// InsertMessage appends a message; it sets ID (greater than every earlier
-	// message id of the chat) unless m.ID holds an id from ReserveMessageID,
+	// message id of the chat) unless m.ID holds an id from ReserveMessageIDs,
 	// and CreatedAt. Usage, when set, is added to the
 	// chat's usage totals.
 	InsertMessage(ctx context.Context, m *chat.Message) error

@@ -46,6 +46,16 @@ func (p *PubSub) Publish(ctx context.Context, topic string, payload []byte) erro
 	return nil
 }
 
+// PublishBatch publishes msgs in order.
+func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error {
+	for _, m := range msgs {
+		if err := p.Publish(ctx, m.Topic, m.Payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Subscribe starts delivering the topic's messages until ctx is done or the
 // subscription is closed.
 func (p *PubSub) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {

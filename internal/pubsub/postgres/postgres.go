@@ -149,6 +149,35 @@ func (p *PubSub) Publish(ctx context.Context, topic string, payload []byte) erro
 	return nil
 }
 
+// PublishBatch delivers msgs to this replica's subscribers at once and
+// notifies the other replicas of all of them in one statement (one round
+// trip, unless payloads are large enough to be stored by reference).
+func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error {
+	notes := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if len(m.Topic) > maxTopicLen {
+			return fmt.Errorf("publish: topic of %d bytes is longer than %d", len(m.Topic), maxTopicLen)
+		}
+		if err := p.hub.Publish(m.Topic, m.Payload); err != nil {
+			return fmt.Errorf("publish on %q: %w", m.Topic, err)
+		}
+		note, err := p.notification(ctx, m.Topic, m.Payload)
+		if err != nil {
+			return fmt.Errorf("publish on %q: %w", m.Topic, err)
+		}
+		notes = append(notes, note)
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	_, err := p.pool.Exec(ctx, `SELECT pg_notify($1, n) FROM unnest($2::text[]) WITH ORDINALITY AS t(n, i) ORDER BY i`,
+		p.opts.channel, notes)
+	if err != nil {
+		return fmt.Errorf("publish %d messages: notify: %w", len(notes), err)
+	}
+	return nil
+}
+
 // Subscribe starts delivering the topic's messages, from every replica,
 // until ctx is done or the subscription is closed.
 func (p *PubSub) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {

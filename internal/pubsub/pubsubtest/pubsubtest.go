@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) pubsub.PubSub) {
 		{"CancelEndsSubscription", testCancelSubscription},
 		{"CloseEndsAll", testCloseAll},
 		{"PublishAfterSubscriberLeft", testSubscriberLeft},
+		{"BatchInOrder", func(t *testing.T, ps pubsub.PubSub) { testBatch(t, ps, ps) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -58,6 +59,7 @@ func RunShared(t *testing.T, open2 func(t *testing.T) (a, b pubsub.PubSub)) {
 		{"OnlyItsTopicAcross", testOnlyItsTopicAcross},
 		{"OrderAcross", testOrder},
 		{"PayloadsAcross", testPayloads},
+		{"BatchAcross", testBatch},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -362,4 +364,25 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// testBatch publishes one batch on pub that mixes topics and a payload over
+// the NOTIFY limit, and checks each subscriber on sub gets its topic's
+// messages in order.
+func testBatch(t *testing.T, pub, sub pubsub.PubSub) {
+	a, b := subscribe(t, sub, "batch-a"), subscribe(t, sub, "batch-b")
+	big := string(pattern(20 << 10))
+	msgs := []pubsub.Message{
+		{Topic: "batch-a", Payload: []byte("a1")}, {Topic: "batch-b", Payload: []byte("b1")},
+		{Topic: "batch-a", Payload: []byte(big)}, {Topic: "batch-a", Payload: []byte("a3")},
+		{Topic: "batch-b", Payload: []byte("b2")},
+	}
+	if err := pub.PublishBatch(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.PublishBatch(context.Background(), nil); err != nil {
+		t.Fatalf("empty batch: %v", err)
+	}
+	expectPayloads(t, a, "a1", big, "a3")
+	expectPayloads(t, b, "b1", "b2")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,11 +117,19 @@ func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
 	return c, nil
 }
 
-// ReserveMessageID takes the next value of the messages id sequence.
-func (s *Store) ReserveMessageID(ctx context.Context) (int64, error) {
-	var id int64
-	if err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'id'))`).Scan(&id); err != nil {
-		return 0, fmt.Errorf("reserve message id: %w", err)
+// ReserveMessageIDs takes n values of the messages id sequence.
+func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {
+	if err := dbutil.CheckReserve(n); err != nil {
+		return nil, err
 	}
-	return id, nil
+	rows, err := s.pool.Query(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, fmt.Errorf("reserve message ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reserve message ids: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

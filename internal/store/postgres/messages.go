@@ -96,26 +96,27 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
 	}
 	now := dbutil.Now()
-	if m.Usage != nil {
-		// The update takes the same row lock as lockForAppend.
-		tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
-			usage_output_tokens = usage_output_tokens + $3, usage_cost_micros = usage_cost_micros + $4,
-			updated_at = $5 WHERE id = $1`,
-			m.ChatID, m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CostMicros, now)
-		if err := oneRow(tag, err); err != nil {
-			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
-		}
-	} else if err := t.lockForAppend(ctx, m.ChatID); err != nil {
-		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+	// One statement: the update adds the usage (if any) and takes the same
+	// row lock as lockForAppend; no row means no such chat.
+	var id *int64
+	if m.ID != 0 { // reserved with ReserveMessageIDs
+		id = &m.ID
 	}
-	if m.ID != 0 { // reserved with ReserveMessageID
-		err = t.q.QueryRow(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
-			OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-			m.ID, m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
-	} else {
-		err = t.q.QueryRow(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-			m.ChatID, string(m.Role), parts, usage, now).Scan(&m.ID)
+	var u chat.Usage
+	if m.Usage != nil {
+		u = *m.Usage
+	}
+	err = t.q.QueryRow(ctx, `WITH c AS (
+			UPDATE chats SET usage_input_tokens = usage_input_tokens + $6,
+				usage_output_tokens = usage_output_tokens + $7, usage_cost_micros = usage_cost_micros + $8,
+				updated_at = CASE WHEN $9 THEN $5 ELSE updated_at END
+			WHERE id = $2 RETURNING id)
+		INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
+		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $10, $5 FROM c
+		RETURNING id`,
+		id, m.ChatID, string(m.Role), parts, now, u.InputTokens, u.OutputTokens, u.CostMicros, m.Usage != nil, usage).Scan(&m.ID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, store.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))

@@ -123,18 +123,25 @@ func scanIDs(rows *sql.Rows) ([]string, error) {
 	return ids, rows.Err()
 }
 
-// ReserveMessageID advances the messages table's AUTOINCREMENT counter and
-// returns the id it passed over.
-func (s *Store) ReserveMessageID(ctx context.Context) (int64, error) {
+// ReserveMessageIDs advances the messages table's AUTOINCREMENT counter by n
+// and returns the ids it passed over.
+func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {
+	if err := dbutil.CheckReserve(n); err != nil {
+		return nil, err
+	}
 	_, err := s.w.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
 		SELECT 'messages', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')`)
 	if err != nil {
-		return 0, fmt.Errorf("reserve message id: %w", err)
+		return nil, fmt.Errorf("reserve message ids: %w", err)
 	}
-	var id int64
-	err = s.w.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'messages' RETURNING seq`).Scan(&id)
+	var last int64
+	err = s.w.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + ? WHERE name = 'messages' RETURNING seq`, n).Scan(&last)
 	if err != nil {
-		return 0, fmt.Errorf("reserve message id: %w", err)
+		return nil, fmt.Errorf("reserve message ids: %w", err)
 	}
-	return id, nil
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = last - int64(n-1-i)
+	}
+	return ids, nil
 }

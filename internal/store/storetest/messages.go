@@ -267,17 +267,24 @@ func testReservedMessageID(t *testing.T, open opener) {
 	addOwner(t, s, "alice")
 	c := addChat(t, s, chat.Chat{})
 	first := appendMessage(t, s, textMessage(c.ID, "before"))
-	id, err := s.ReserveMessageID(t.Context())
+	ids, err := s.ReserveMessageIDs(t.Context(), 3)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(ids) != 3 || ids[0] >= ids[1] || ids[1] >= ids[2] {
+		t.Fatalf("reserved %v, want 3 increasing ids", ids)
+	}
+	id := ids[0]
+	if _, err := s.ReserveMessageIDs(t.Context(), 0); err == nil {
+		t.Fatal("reserving 0 ids must fail")
 	}
 	if id <= first.ID {
 		t.Fatalf("reserved %d after message %d", id, first.ID)
 	}
 	other := addChat(t, s, chat.Chat{})
 	between := appendMessage(t, s, textMessage(other.ID, "another chat meanwhile"))
-	if between.ID == id {
-		t.Fatalf("a plain insert took the reserved id %d", id)
+	if between.ID <= ids[2] {
+		t.Fatalf("a plain insert took id %d, within the reserved %v", between.ID, ids)
 	}
 	m := textMessage(c.ID, "reserved")
 	m.ID = id
@@ -287,11 +294,11 @@ func testReservedMessageID(t *testing.T, open opener) {
 	if after.ID <= id {
 		t.Fatalf("message after the reserved one got id %d <= %d", after.ID, id)
 	}
-	next, err := s.ReserveMessageID(t.Context())
+	more, err := s.ReserveMessageIDs(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next <= after.ID {
+	if next := more[0]; next <= after.ID || next <= ids[2] {
 		t.Fatalf("reservation %d not above %d", next, after.ID)
 	}
 	msgs := listMessages(t, s, c.ID, 0, 10)

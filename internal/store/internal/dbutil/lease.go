@@ -49,3 +49,14 @@ func checkTTL(ttl time.Duration) error {
 func LeftRunning(t store.Transition) bool {
 	return t.From == chat.Running && t.To != chat.Running
 }
+
+// MaxReserve bounds one ReserveMessageIDs call.
+const MaxReserve = 1000
+
+// CheckReserve checks the count of a ReserveMessageIDs call.
+func CheckReserve(n int) error {
+	if n < 1 || n > MaxReserve {
+		return fmt.Errorf("reserve message ids: count %d is not in 1..%d", n, MaxReserve)
+	}
+	return nil
+}
