@@ -2,11 +2,11 @@ package engine
 
 import (
 	"context"
-	"math/rand/v2"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
