@@ -57,7 +57,7 @@ func measureLoop(ctx context.Context, r *replica, chats, steps, conc int, log *s
 	stop := runEngine(eng)
 	defer stop()
 
-	// The engine's first AcquireChat (it finds nothing) comes after it
+	// The engine's first AcquireChats (it finds nothing) comes after it
 	// subscribed to wake-ups, so the wake-up below cannot be missed.
 	if err := waitFor(ctx, 10*time.Second, func() bool { return ws.acquires.Load() > 0 }); err != nil {
 		return res, fmt.Errorf("engine did not start: %w", err)
@@ -200,7 +200,7 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 }
 
 // watchStore passes everything to the engine's store and watches two
-// things: AcquireChat calls, and committed moves to waiting. When target
+// things: AcquireChats calls, and committed moves to waiting. When target
 // chats have become waiting it records the time and closes done. It costs
 // an atomic add per transaction.
 type watchStore struct {
@@ -217,10 +217,10 @@ func newWatchStore(st store.Store, target int64) *watchStore {
 	return &watchStore{Store: st, target: target, done: make(chan struct{})}
 }
 
-func (s *watchStore) AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, store.Lease, error) {
-	c, l, err := s.Store.AcquireChat(ctx, workerID, ttl)
+func (s *watchStore) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+	cs, ls, err := s.Store.AcquireChats(ctx, workerID, ttl, max)
 	s.acquires.Add(1)
-	return c, l, err
+	return cs, ls, err
 }
 
 func (s *watchStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error {

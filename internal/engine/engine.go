@@ -8,7 +8,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -164,28 +163,41 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// fill acquires pending chats while this process has free slots.
+// fill acquires pending chats while this process has free slots, as many
+// at once as there are free slots (one statement for all of them).
 func (e *Engine) fill(ctx, runs context.Context) {
 	for ctx.Err() == nil {
-		select {
-		case e.slots <- struct{}{}:
-		default:
+		free := 0
+	take:
+		for free < cap(e.slots) {
+			select {
+			case e.slots <- struct{}{}:
+				free++
+			default:
+				break take
+			}
+		}
+		if free == 0 {
 			return // every slot busy; a finishing run calls fill again
 		}
-		c, lease, err := e.st.AcquireChat(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL)
-		if err != nil {
-			<-e.slots
-			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-				e.log.Error("acquire chat", "err", err)
-			}
-			return
+		chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("acquire chats", "err", err)
 		}
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			defer func() { <-e.slots; e.fill(ctx, runs) }()
-			e.runChat(runs, c, lease)
-		}()
+		for range free - len(chats) {
+			<-e.slots
+		}
+		for i, c := range chats {
+			e.wg.Add(1)
+			go func() {
+				defer e.wg.Done()
+				defer func() { <-e.slots; e.fill(ctx, runs) }()
+				e.runChat(runs, c, leases[i])
+			}()
+		}
+		if len(chats) < free {
+			return // nothing more is pending
+		}
 	}
 }
 

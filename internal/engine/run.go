@@ -170,12 +170,11 @@ func (r *run) finishIdle(msgs ...*chat.Message) error {
 		if err := insert(ctx, tx, n, msgs...); err != nil {
 			return err
 		}
-		queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
-		if err != nil {
-			return err
-		}
 		to := chat.Waiting
-		if queued {
+		if r.chat.HasQueued { // as the fence of this transaction saw it
+			if _, err := service.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
+				return err
+			}
 			to = chat.Pending
 		}
 		return r.transition(ctx, tx, n, store.Transition{To: to}, nil)

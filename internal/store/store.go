@@ -65,14 +65,13 @@ type Store interface {
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
-	// AcquireChat moves the pending chat that has waited longest (oldest
-	// updated_at) to running under a new lease held by workerID until now+ttl,
-	// skipping chats another transaction has locked (PostgreSQL: FOR UPDATE
-	// SKIP LOCKED). It increments the lease generation and clears nothing
-	// else. ErrNotFound when no chat is pending. Like InTx, AcquireChat,
-	// RenewLease and RecoverExpiredLeases must not be called inside InTx's fn
-	// (SQLite has one writer connection).
-	AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, Lease, error)
+	// AcquireChats moves up to max pending chats that have waited longest
+	// (oldest updated_at first) to running, each under a new lease held by
+	// workerID until now+ttl, skipping chats another transaction has locked
+	// (PostgreSQL: FOR UPDATE SKIP LOCKED). It increments each lease
+	// generation and clears nothing else. It returns the chats (oldest
+	// first) and their leases; none when no chat is pending.
+	AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []Lease, error)
 	// RenewLease extends l to now+ttl and reports whether an interrupt was
 	// requested for the chat. ErrLeaseLost if l no longer holds the chat.
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (interruptRequested bool, err error)

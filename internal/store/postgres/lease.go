@@ -18,27 +18,36 @@ import (
 // agree on when a lease expires. Each lease method outside a transaction is
 // one statement, atomic on its own.
 
-// AcquireChat takes the pending chat with the oldest updated_at that no other
-// transaction has locked (FOR UPDATE SKIP LOCKED), so concurrent acquirers
-// never wait for each other nor take the same chat.
-func (s *Store) AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, store.Lease, error) {
-	if err := dbutil.CheckAcquire(workerID, ttl); err != nil {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: %w", err)
+// AcquireChats takes up to max pending chats, oldest updated_at first, that
+// no other transaction has locked (FOR UPDATE SKIP LOCKED), so concurrent
+// acquirers never wait for each other nor take the same chat.
+func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
-	c, err := scanChat(s.pool.QueryRow(ctx, `UPDATE chats
+	rows, err := s.pool.Query(ctx, `UPDATE chats
 		SET status = 'running', worker_id = $1, lease_generation = lease_generation + 1,
 			lease_expires_at = now() + $2::bigint * interval '1 microsecond', updated_at = now()
-		WHERE id = (SELECT id FROM chats WHERE status = 'pending'
-			ORDER BY updated_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		WHERE id IN (SELECT id FROM chats WHERE status = 'pending'
+			ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING `+chatColumns,
-		workerID, ttl.Microseconds()))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: no pending chat: %w", store.ErrNotFound)
-	}
+		workerID, ttl.Microseconds(), max)
 	if err != nil {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat for %s: %w", workerID, err)
+		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
 	}
-	return c, store.Lease{ChatID: c.ID, WorkerID: workerID, Generation: c.LeaseGeneration}, nil
+	defer rows.Close()
+	var chats []chat.Chat
+	for rows.Next() {
+		c, err := scanChat(rows)
+		if err != nil {
+			return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
+		}
+		chats = append(chats, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
+	}
+	return chats, dbutil.Leases(chats, workerID), nil
 }
 
 // RenewLease moves the lease's expiry to now+ttl if l still holds the chat;
@@ -105,9 +114,11 @@ func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
 	if err := dbutil.CheckLease(l); err != nil {
 		return chat.Chat{}, fmt.Errorf("fence: %w", err)
 	}
-	c, err := scanChat(t.q.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats
-		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
-		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation))
+	var hasQueued bool
+	c, err := scanChat(dbutil.ScanExtra{Row: t.q.QueryRow(ctx, `SELECT `+chatColumns+`, `+dbutil.HasQueuedColumn+`
+		FROM chats WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
+		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation), Extra: []any{&hasQueued}})
+	c.HasQueued = hasQueued
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
 	}

@@ -18,26 +18,35 @@ import (
 // clock, the only one that writes the file. Like InTx, they must not be
 // called from inside an InTx fn.
 
-// AcquireChat moves the pending chat with the oldest updated_at to running
-// under a new lease of workerID.
-func (s *Store) AcquireChat(ctx context.Context, workerID string, ttl time.Duration) (chat.Chat, store.Lease, error) {
-	if err := dbutil.CheckAcquire(workerID, ttl); err != nil {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: %w", err)
+// AcquireChats moves up to max pending chats, oldest updated_at first, to
+// running under new leases of workerID.
+func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
 	now := dbutil.Now()
-	c, err := scanChat(s.w.QueryRowContext(ctx, `UPDATE chats
+	rows, err := s.w.QueryContext(ctx, `UPDATE chats
 		SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
 			lease_expires_at = ?, updated_at = ?
-		WHERE id = (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT 1)
+		WHERE id IN (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT ?)
 		RETURNING `+chatColumns,
-		workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat: no pending chat: %w", store.ErrNotFound)
-	}
+		workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 	if err != nil {
-		return chat.Chat{}, store.Lease{}, fmt.Errorf("acquire chat for %s: %w", workerID, err)
+		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
 	}
-	return c, store.Lease{ChatID: c.ID, WorkerID: workerID, Generation: c.LeaseGeneration}, nil
+	defer rows.Close()
+	var chats []chat.Chat
+	for rows.Next() {
+		c, err := scanChat(rows)
+		if err != nil {
+			return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
+		}
+		chats = append(chats, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
+	}
+	return chats, dbutil.Leases(chats, workerID), nil
 }
 
 // RenewLease moves the lease's expiry to now+ttl if l still holds the chat.
@@ -97,9 +106,11 @@ func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
 	if err := dbutil.CheckLease(l); err != nil {
 		return chat.Chat{}, fmt.Errorf("fence: %w", err)
 	}
-	c, err := scanChat(t.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats
-		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
-		l.ChatID, l.WorkerID, l.Generation))
+	var hasQueued bool
+	c, err := scanChat(dbutil.ScanExtra{Row: t.q.QueryRowContext(ctx, `SELECT `+chatColumns+`, `+dbutil.HasQueuedColumn+`
+		FROM chats WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
+		l.ChatID, l.WorkerID, l.Generation), Extra: []any{&hasQueued}})
+	c.HasQueued = hasQueued
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,8 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"AcquireNothingPending":      testAcquireNothingPending,
 	"AcquireOldestFirst":         testAcquireOldestFirst,
 	"AcquireInvalid":             testAcquireInvalid,
+	"AcquireSeveral":             testAcquireSeveral,
+	"FenceSeesQueuedMessages":    testFenceHasQueued,
 	"ConcurrentAcquireOnce":      testConcurrentAcquire,
 	"RenewExtendsAndInterrupt":   testRenew,
 	"RenewLost":                  testRenewLost,
@@ -32,10 +35,25 @@ const longTTL = time.Hour
 // test's when a test checks a lease expiry.
 const clockSlack = 5 * time.Second
 
+// acquireOne acquires at most one chat, with store.ErrNotFound when none is
+// pending.
+func acquireOne(ctx context.Context, s store.Store, worker string, ttl time.Duration) (chat.Chat, store.Lease, error) {
+	cs, ls, err := s.AcquireChats(ctx, worker, ttl, 1)
+	switch {
+	case err != nil:
+		return chat.Chat{}, store.Lease{}, err
+	case len(cs) == 0:
+		return chat.Chat{}, store.Lease{}, store.ErrNotFound
+	case len(cs) > 1 || len(ls) != 1:
+		return chat.Chat{}, store.Lease{}, fmt.Errorf("AcquireChats(max 1) took %d chats and %d leases", len(cs), len(ls))
+	}
+	return cs[0], ls[0], nil
+}
+
 // acquire acquires a chat for worker and fails the test on error.
 func acquire(t *testing.T, s store.Store, worker string, ttl time.Duration) (chat.Chat, store.Lease) {
 	t.Helper()
-	c, l, err := s.AcquireChat(t.Context(), worker, ttl)
+	c, l, err := acquireOne(t.Context(), s, worker, ttl)
 	if err != nil {
 		t.Fatalf("AcquireChat(%s): %v", worker, err)
 	}
@@ -76,7 +94,7 @@ func wantExpiry(t *testing.T, what string, c chat.Chat, before, after time.Time,
 
 func testAcquireNothingPending(t *testing.T, open opener) {
 	s := open(t)
-	_, _, err := s.AcquireChat(t.Context(), "w1", longTTL)
+	_, _, err := acquireOne(t.Context(), s, "w1", longTTL)
 	wantErr(t, "AcquireChat on an empty store", err, store.ErrNotFound)
 
 	addOwner(t, s, "alice")
@@ -86,7 +104,7 @@ func testAcquireNothingPending(t *testing.T, open opener) {
 			others = append(others, addChat(t, s, chat.Chat{Status: st}))
 		}
 	}
-	_, _, err = s.AcquireChat(t.Context(), "w1", longTTL)
+	_, _, err = acquireOne(t.Context(), s, "w1", longTTL)
 	wantErr(t, "AcquireChat with no pending chat", err, store.ErrNotFound)
 	for _, c := range others {
 		wantEqual(t, "chat after a failed AcquireChat", getChat(t, s, c.ID), stored(c))
@@ -110,7 +128,7 @@ func testAcquireOldestFirst(t *testing.T, open opener) {
 	for i, want := range []chat.Chat{first, second, late} {
 		worker := fmt.Sprintf("w%d", i)
 		before := now()
-		got, l, err := s.AcquireChat(t.Context(), worker, longTTL)
+		got, l, err := acquireOne(t.Context(), s, worker, longTTL)
 		after := now()
 		if err != nil {
 			t.Fatalf("acquisition %d: %v", i, err)
@@ -126,7 +144,7 @@ func testAcquireOldestFirst(t *testing.T, open opener) {
 		wantEqual(t, "acquired chat", got, w)
 		wantEqual(t, "stored chat", getChat(t, s, want.ID), w)
 	}
-	_, _, err := s.AcquireChat(t.Context(), "w9", longTTL)
+	_, _, err := acquireOne(t.Context(), s, "w9", longTTL)
 	wantErr(t, "AcquireChat after every chat was taken", err, store.ErrNotFound)
 }
 
@@ -138,7 +156,10 @@ func testAcquireInvalid(t *testing.T, open opener) {
 		worker string
 		ttl    time.Duration
 	}{{"", longTTL}, {"w1", 0}, {"w1", -time.Second}} {
-		_, _, err := s.AcquireChat(t.Context(), tc.worker, tc.ttl)
+		if _, _, err := s.AcquireChats(t.Context(), "w1", longTTL, 0); err == nil {
+			t.Fatal("AcquireChats of 0 chats must be refused")
+		}
+		_, _, err := acquireOne(t.Context(), s, tc.worker, tc.ttl)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("AcquireChat(%q, %v): %v, want an invalid-argument error", tc.worker, tc.ttl, err)
 		}
@@ -158,7 +179,7 @@ func testConcurrentAcquire(t *testing.T, open opener) {
 	leases := make([][]store.Lease, concurrency)
 	errs := runTogether(concurrency, func(i int) error {
 		for {
-			_, l, err := s.AcquireChat(t.Context(), fmt.Sprintf("w%d", i), longTTL)
+			_, l, err := acquireOne(t.Context(), s, fmt.Sprintf("w%d", i), longTTL)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil
 			}
@@ -452,4 +473,69 @@ func testExpiredActionsLimit(t *testing.T, open opener) {
 		wantEqual(t, "expired actions in a transaction", ids, want)
 		return nil
 	})
+}
+
+// testAcquireSeveral: one call takes up to max chats, oldest first, each
+// under its own lease.
+func testAcquireSeveral(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	var want []string
+	for i := range 5 {
+		c := addChat(t, s, chat.Chat{ID: fmt.Sprintf("c%d", i), Status: chat.Pending})
+		clockPast(t, c.UpdatedAt)
+		want = append(want, c.ID)
+	}
+	var got []string
+	for _, n := range []int{3, 3} {
+		cs, ls, err := s.AcquireChats(t.Context(), "w1", longTTL, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != len(ls) {
+			t.Fatalf("%d chats, %d leases", len(cs), len(ls))
+		}
+		for i, c := range cs {
+			wantEqual(t, "lease of "+c.ID, ls[i], store.Lease{ChatID: c.ID, WorkerID: "w1", Generation: 1})
+			if c.Status != chat.Running {
+				t.Fatalf("chat %s is %s", c.ID, c.Status)
+			}
+			got = append(got, c.ID)
+		}
+	}
+	wantEqual(t, "acquired in order", got, want)
+	cs, _, err := s.AcquireChats(t.Context(), "w1", longTTL, 3)
+	if err != nil || len(cs) != 0 {
+		t.Fatalf("nothing left: %d chats, %v", len(cs), err)
+	}
+}
+
+// testFenceHasQueued: the chat a fence returns says whether messages wait
+// in its queue, so a worker ending a run knows whether to promote any.
+func testFenceHasQueued(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addChat(t, s, chat.Chat{Status: chat.Pending})
+	_, l := acquire(t, s, "w1", longTTL)
+	hasQueued := func() bool {
+		var got bool
+		inTx(t, s, func(tx store.Tx) error {
+			c, err := tx.Fence(t.Context(), l)
+			got = c.HasQueued
+			return err
+		})
+		return got
+	}
+	if hasQueued() {
+		t.Fatal("HasQueued with an empty queue")
+	}
+	q := chat.QueuedMessage{ChatID: l.ChatID, Parts: []chat.Part{chat.TextPart("later")}}
+	inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
+	if !hasQueued() {
+		t.Fatal("HasQueued false with a queued message")
+	}
+	inTx(t, s, func(tx store.Tx) error { return tx.DeleteQueued(t.Context(), q.ID) })
+	if hasQueued() {
+		t.Fatal("HasQueued after the queue was emptied")
+	}
 }

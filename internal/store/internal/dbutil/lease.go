@@ -3,6 +3,8 @@ package dbutil
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -11,11 +13,34 @@ import (
 
 // CheckAcquire refuses a lease request that could never be fenced or that
 // would be expired at once.
-func CheckAcquire(workerID string, ttl time.Duration) error {
+func CheckAcquire(workerID string, ttl time.Duration, max int) error {
 	if workerID == "" {
 		return errors.New("empty worker id")
 	}
+	if max < 1 || max > MaxAcquire {
+		return fmt.Errorf("count %d is not in 1..%d", max, MaxAcquire)
+	}
 	return checkTTL(ttl)
+}
+
+// MaxAcquire bounds one AcquireChats call.
+const MaxAcquire = 1000
+
+// Leases returns the leases of chats just acquired by workerID, in the
+// order of chats, which it sorts oldest updated first (RETURNING has no
+// order).
+func Leases(chats []chat.Chat, workerID string) []store.Lease {
+	slices.SortFunc(chats, func(a, b chat.Chat) int {
+		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	leases := make([]store.Lease, len(chats))
+	for i, c := range chats {
+		leases[i] = store.Lease{ChatID: c.ID, WorkerID: workerID, Generation: c.LeaseGeneration}
+	}
+	return leases
 }
 
 // CheckLease refuses a lease that no acquisition can have returned: an empty
@@ -60,3 +85,20 @@ func CheckReserve(n int) error {
 	}
 	return nil
 }
+
+// HasQueuedColumn is the extra column a fence selects after the chat's
+// columns, read into Chat.HasQueued with ScanExtra.
+const HasQueuedColumn = `EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)`
+
+// Scanner is a row to scan.
+type Scanner interface{ Scan(dest ...any) error }
+
+// ScanExtra is a row whose Scan also fills extra, after the destinations it
+// is given: a query with more columns than a row scanner knows of.
+type ScanExtra struct {
+	Row   Scanner
+	Extra []any
+}
+
+// Scan scans the row into dest, then into the extra destinations.
+func (s ScanExtra) Scan(dest ...any) error { return s.Row.Scan(append(dest, s.Extra...)...) }
