@@ -12,9 +12,9 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// Leases run on the writer connection, one statement each: the single
-// writer serializes them with every transaction, which is what FOR UPDATE
-// SKIP LOCKED achieves on PostgreSQL. Their times come from this process's
+// Leases are written by one statement each, in a transaction of the commit
+// group: the single writer serializes them with every transaction, which is
+// what FOR UPDATE SKIP LOCKED achieves on PostgreSQL. Their times come from this process's
 // clock, the only one that writes the file. Like InTx, they must not be
 // called from inside an InTx fn.
 
@@ -24,26 +24,30 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
-	now := dbutil.Now()
-	rows, err := s.w.QueryContext(ctx, `UPDATE chats
-		SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
-			lease_expires_at = ?, updated_at = ?
-		WHERE id IN (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT ?)
-		RETURNING `+chatColumns,
-		workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
-	if err != nil {
-		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
-	}
-	defer rows.Close()
 	var chats []chat.Chat
-	for rows.Next() {
-		c, err := scanChat(rows)
+	err := s.writeOne(ctx, func(q querier) error {
+		chats = nil
+		now := dbutil.Now()
+		rows, err := q.QueryContext(ctx, `UPDATE chats
+			SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
+				lease_expires_at = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT ?)
+			RETURNING `+chatColumns,
+			workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 		if err != nil {
-			return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
+			return err
 		}
-		chats = append(chats, c)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanChat(rows)
+			if err != nil {
+				return err
+			}
+			chats = append(chats, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
 	}
 	return chats, dbutil.Leases(chats, workerID), nil
@@ -55,10 +59,12 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 		return false, fmt.Errorf("renew lease: %w", err)
 	}
 	var interrupt bool
-	err := s.w.QueryRowContext(ctx, `UPDATE chats SET lease_expires_at = ?
-		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?
-		RETURNING interrupt_requested`,
-		dbutil.Micros(dbutil.Now().Add(ttl)), l.ChatID, l.WorkerID, l.Generation).Scan(&interrupt)
+	err := s.writeOne(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, `UPDATE chats SET lease_expires_at = ?
+			WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?
+			RETURNING interrupt_requested`,
+			dbutil.Micros(dbutil.Now().Add(ttl)), l.ChatID, l.WorkerID, l.Generation).Scan(&interrupt)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, fmt.Errorf("renew lease of chat %s (generation %d): %w", l.ChatID, l.Generation, store.ErrLeaseLost)
 	}
@@ -71,19 +77,29 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // RecoverExpiredLeases hands every running chat whose lease expired back to
 // pending, in one statement.
 func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
-	now := dbutil.Micros(dbutil.Now())
-	rows, err := s.w.QueryContext(ctx, `UPDATE chats
-		SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = ?
-		WHERE status = 'running' AND lease_expires_at < ?
-		RETURNING id`, now, now)
-	if err != nil {
-		return nil, fmt.Errorf("recover expired leases: %w", err)
-	}
-	ids, err := scanIDs(rows)
+	var ids []string
+	err := s.writeOne(ctx, func(q querier) error {
+		now := dbutil.Micros(dbutil.Now())
+		rows, err := q.QueryContext(ctx, `UPDATE chats
+			SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = ?
+			WHERE status = 'running' AND lease_expires_at < ?
+			RETURNING id`, now, now)
+		if err != nil {
+			return err
+		}
+		ids, err = scanIDs(rows)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("recover expired leases: %w", err)
 	}
 	return ids, nil
+}
+
+// writeOne runs fn's statements in a transaction of the commit group, so
+// single writes share a commit with the transactions around them.
+func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) error {
+	return s.InTx(ctx, func(t store.Tx) error { return fn(t.(*tx).q) })
 }
 
 func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error) {
@@ -140,13 +156,14 @@ func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {
 	if err := dbutil.CheckReserve(n); err != nil {
 		return nil, err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
-		SELECT 'messages', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')`)
-	if err != nil {
-		return nil, fmt.Errorf("reserve message ids: %w", err)
-	}
 	var last int64
-	err = s.w.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + ? WHERE name = 'messages' RETURNING seq`, n).Scan(&last)
+	err := s.writeOne(ctx, func(q querier) error {
+		if _, err := q.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq)
+			SELECT 'messages', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'messages')`); err != nil {
+			return err
+		}
+		return q.QueryRowContext(ctx, `UPDATE sqlite_sequence SET seq = seq + ? WHERE name = 'messages' RETURNING seq`, n).Scan(&last)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reserve message ids: %w", err)
 	}

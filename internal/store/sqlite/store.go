@@ -33,10 +33,9 @@ type Store struct {
 	path   string // the database file
 	write  *sql.DB
 	read   *sql.DB
-	// Prepared statements of each pool; w runs single statements on the
-	// writer (the lease operations).
+	// Prepared statements of each pool.
 	writeStmts, readStmts *stmtCache
-	w                     cached
+	group                 groupCommit // InTx calls waiting for the writer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -79,7 +78,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxIdleConns(n)
 	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read)}
 	s.reader = reader{q: cached{c: s.readStmts}}
-	s.w = cached{c: s.writeStmts}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -120,29 +118,6 @@ func (s *Store) Close() error {
 	s.readStmts.close()
 	s.writeStmts.close()
 	return errors.Join(s.read.Close(), s.write.Close())
-}
-
-// InTx runs fn in one BEGIN IMMEDIATE transaction on the writer connection.
-// It must not be called from inside fn: the writer is taken.
-func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	sqlTx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	// Should fn panic, this gives the writer connection back; after a
-	// commit or rollback it does nothing.
-	defer sqlTx.Rollback()
-	if err := fn(&tx{reader{q: cached{c: s.writeStmts, tx: sqlTx}}}); err != nil {
-		if rbErr := sqlTx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
-		}
-		return err
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	s.writeStmts.prepareWanted(ctx)
-	return nil
 }
 
 // querier is what reader needs of a pool or a transaction.

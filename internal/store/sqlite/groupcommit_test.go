@@ -1,0 +1,66 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// TestGroupCommitIsolatesFailures: many transactions at once share commits;
+// those that fail or panic leave nothing behind, the others all commit.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(ctx, "alice"); return err })
+	errOdd := errors.New("odd ones fail")
+	const n = 120
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, n)
+	panics := make([]any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			<-start
+			errs[i] = s.InTx(ctx, func(tx store.Tx) error {
+				c := chat.Chat{ID: fmt.Sprintf("c%03d", i), Owner: "alice", Model: "m", Status: chat.Waiting}
+				if err := tx.InsertChat(ctx, &c); err != nil {
+					return err
+				}
+				switch {
+				case i%10 == 3:
+					panic(fmt.Sprintf("boom %d", i))
+				case i%2 == 1:
+					return errOdd
+				}
+				return nil
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		_, err := s.GetChat(ctx, fmt.Sprintf("c%03d", i))
+		switch {
+		case i%10 == 3:
+			if panics[i] != fmt.Sprintf("boom %d", i) || !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%d: panic %v reached the caller? chat: %v", i, panics[i], err)
+			}
+		case i%2 == 1:
+			if !errors.Is(errs[i], errOdd) || !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%d: InTx %v, chat %v; want its error and no chat", i, errs[i], err)
+			}
+		default:
+			if errs[i] != nil || err != nil {
+				t.Errorf("%d: InTx %v, chat %v; want committed", i, errs[i], err)
+			}
+		}
+	}
+}
