@@ -4,12 +4,7 @@
 package events
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/pubsub"
 )
 
 // Owner feed event kinds (GET /api/v1/chats/watch).
@@ -39,15 +34,3 @@ func ChatTopic(chatID string) string { return "chat." + chatID }
 
 // WorkTopic wakes workers: some chat may have become pending.
 const WorkTopic = "work"
-
-// PublishFeed sends ev to its chat owner's feed.
-func PublishFeed(ctx context.Context, ps pubsub.PubSub, ev FeedEvent) error {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("encode %s event: %w", ev.Kind, err)
-	}
-	if err := ps.Publish(ctx, FeedTopic(ev.Chat.Owner), b); err != nil {
-		return fmt.Errorf("publish %s event: %w", ev.Kind, err)
-	}
-	return nil
-}
