@@ -233,11 +233,22 @@ wait:
 
 func TestShutdownHandsTheChatBack(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Push(llmtest.Turn{Text: "never finishes", HoldAfter: 1}, llmtest.Turn{Text: "done by the second engine"})
+	h.fake.Push(llmtest.Turn{Text: "never finishes at all", ChunkSize: 4, HoldAfter: 3}, llmtest.Turn{Text: "done by the second engine"})
 	stop := h.start(nil)
 	c := h.create("hi")
-	h.waitStatus(c.ID, chat.Running)
-	h.waitRequests(1)
+	evs := h.subscribe(c.ID)
+	deadline := time.After(5 * time.Second)
+wait:
+	for { // some of the answer was streamed: a partial answer exists
+		select {
+		case ev := <-evs:
+			if ev.Kind == events.KindPart {
+				break wait
+			}
+		case <-deadline:
+			t.Fatal("no part event")
+		}
+	}
 	stop()
 	c = h.waitStatus(c.ID, chat.Pending)
 	if len(h.history(c.ID)) != 1 {
@@ -245,4 +256,7 @@ func TestShutdownHandsTheChatBack(t *testing.T) {
 	}
 	h.start(nil)
 	h.waitStatus(c.ID, chat.Waiting)
+	if msgs := h.history(c.ID); len(msgs) != 2 || msgs[1].Parts[0].Text != "done by the second engine" {
+		t.Fatalf("history %+v", msgs)
+	}
 }

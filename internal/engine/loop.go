@@ -100,7 +100,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 			if parts := pub.partial(); len(parts) > 0 {
 				partial = &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: parts}
 			}
-			return true, r.cutShort(ctx, partial)
+			return true, r.cutShort(ctx, partial, nil)
 		}
 		r.fail(modelError(callErr), nil)
 		return true, nil
@@ -131,7 +131,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	}
 	switch {
 	case ctx.Err() != nil:
-		return true, r.cutShort(ctx, results)
+		return true, r.cutShort(ctx, nil, results)
 	case len(out.Failures) > 0:
 		f := out.Failures[0]
 		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, results)
@@ -164,18 +164,19 @@ func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Me
 	return nil
 }
 
-// cutShort ends a run whose context was cancelled, by its cause, writing
-// msgs (a partial answer, tool results) with the end of the run: an
-// interrupt cancels the open calls and promotes queued messages; a shutdown
-// hands the chat back; a lost lease writes nothing.
-func (r *run) cutShort(ctx context.Context, msgs ...*chat.Message) error {
+// cutShort ends a run whose context was cancelled, by its cause: an
+// interrupt keeps the partial answer, writes the results of tools that ran,
+// cancels the open calls and promotes queued messages; a shutdown writes the
+// results and hands the chat back (the next worker makes the model call
+// again, so a partial answer is dropped); a lost lease writes nothing.
+func (r *run) cutShort(ctx context.Context, partial, results *chat.Message) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errLeaseLost):
 		return store.ErrLeaseLost
 	case errors.Is(cause, errInterrupted):
-		return r.finishInterrupted(msgs...)
+		return r.finishInterrupted(partial, results)
 	default:
-		return r.handBack(msgs...)
+		return r.handBack(results)
 	}
 }
 
@@ -183,7 +184,7 @@ func (r *run) cutShort(ctx context.Context, msgs ...*chat.Message) error {
 // cancelled run ends by its cause, anything else is returned.
 func (r *run) stopped(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return r.cutShort(ctx)
+		return r.cutShort(ctx, nil, nil)
 	}
 	return err
 }
