@@ -33,7 +33,7 @@ type latencyOptions struct {
 
 // latencyResult is what one latency measurement found.
 type latencyResult struct {
-	latencies []time.Duration // sorted
+	latencies latencies
 	sent      int64
 	resyncs   int
 	failed    int   // clients that ended on an error
@@ -44,12 +44,18 @@ type latencyResult struct {
 	goroutinesPerChat float64
 }
 
-func (r latencyResult) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r latencyResult) percentile(p float64) time.Duration { return r.latencies.percentile(p) }
+
+// latencies are durations in ascending order.
+type latencies []time.Duration
+
+// percentile returns the smallest duration that p of them do not exceed.
+func (l latencies) percentile(p float64) time.Duration {
+	if len(l) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(p*float64(len(r.latencies)))) - 1
-	return r.latencies[max(0, i)]
+	i := int(math.Ceil(p*float64(len(l)))) - 1
+	return l[max(0, i)]
 }
 
 // parallelism bounds the bench's own concurrent setup requests (creating

@@ -1,9 +1,11 @@
-// Command parley-bench measures parley's engine, database and live streaming
-// in one process and prints one table per run, each figure beside its floor
-// or target (issue 3; docs/benchmarks.md says what each row measures).
+// Command parley-bench measures parley's engine, database, live streaming,
+// client-executed tools and tool dispatch in one process and prints one
+// table per run, each figure beside its floor or target (issues 3, 4 and 5;
+// docs/benchmarks.md says what each row measures).
 //
 // It starts the real components — store, pubsub, engine, HTTP API on
-// loopback listeners — with in-process models that answer without network.
+// loopback listeners, the Go client, the tool dispatcher, the Lua source —
+// with in-process models that answer without network.
 // SQLite always runs, in a temporary directory; PostgreSQL runs when a DSN
 // is given (-postgres, or PARLEY_BENCH_POSTGRES, or PARLEY_TEST_POSTGRES),
 // in a fresh schema dropped at the end.
@@ -22,6 +24,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +48,40 @@ type options struct {
 	oneReplica  string
 	verbose     bool
 	cpuProfile  string
+
+	resumeSamples int
+	cycleClients  int
+	cycleDuration time.Duration
+	dispatchSteps int
+	luaRounds     int
+	skip          map[string]bool // groups not to run
+}
+
+// Groups of rows that -skip can leave out.
+const (
+	groupLoop     = "loop"     // raw commits, loop steps/s, idle chats
+	groupStream   = "stream"   // delta → SSE client latency
+	groupCycle    = "cycle"    // resume latency and full cycles/s
+	groupDispatch = "dispatch" // dispatcher overhead
+	groupLua      = "lua"      // the Lua source
+)
+
+var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua}
+
+// parseSkip reads -skip: a comma-separated list of groups.
+func parseSkip(list string) (map[string]bool, error) {
+	skip := map[string]bool{}
+	for g := range strings.SplitSeq(list, ",") {
+		g = strings.TrimSpace(g)
+		if g == "" {
+			continue
+		}
+		if !slices.Contains(groups, g) {
+			return nil, fmt.Errorf("-skip: unknown group %q (groups: %s)", g, strings.Join(groups, ", "))
+		}
+		skip[g] = true
+	}
+	return skip, nil
 }
 
 func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
@@ -71,7 +108,17 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.oneReplica, "one-replica", "sqlite", "database of the one-replica latency run: sqlite or postgres")
 	fs.BoolVar(&o.verbose, "v", false, "print the components' warnings and errors on stderr")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file` (go tool pprof)")
+	fs.IntVar(&o.resumeSamples, "resume-samples", 300, "sequential full cycles per database, each one resume-latency sample")
+	fs.IntVar(&o.cycleClients, "cycle-clients", 16, "concurrent clients of the second full-cycle run")
+	fs.DurationVar(&o.cycleDuration, "cycle-duration", 3*time.Second, "how long the concurrent clients start new cycles")
+	fs.IntVar(&o.dispatchSteps, "dispatch-steps", 200, "dispatcher steps of 100 calls timed, and Lua batches of 100 instant calls")
+	fs.IntVar(&o.luaRounds, "lua-rounds", 5, "Lua batches of 1,000 sleeps, and Lua-and-Go steps, timed")
+	skip := fs.String("skip", "", "comma-separated `groups` not to run: "+strings.Join(groups, ", "))
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.skip, err = parseSkip(*skip); err != nil {
 		return o, err
 	}
 	switch {
@@ -79,11 +126,13 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
-	case o.rawDuration <= 0 || o.interval <= 0:
-		return o, fmt.Errorf("-raw-duration and -delta-interval must be positive")
+	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1:
+		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps and -lua-rounds must be at least 1")
+	case o.rawDuration <= 0 || o.interval <= 0 || o.cycleDuration <= 0:
+		return o, fmt.Errorf("-raw-duration, -delta-interval and -cycle-duration must be positive")
 	case o.oneReplica != "sqlite" && o.oneReplica != "postgres":
 		return o, fmt.Errorf("-one-replica must be sqlite or postgres, not %q", o.oneReplica)
-	case o.oneReplica == "postgres" && o.postgres == "":
+	case o.oneReplica == "postgres" && o.postgres == "" && !o.skip[groupStream]:
 		return o, fmt.Errorf("-one-replica postgres needs a PostgreSQL DSN")
 	}
 	return o, nil
@@ -118,10 +167,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	b := &bench{o: o, log: slog.New(logs), t: &table{}, progress: stderr}
 	b.quiet = idleBefore(500 * time.Millisecond)
 	start := time.Now()
+	if b.runs(groupDispatch) {
+		b.dispatchRows(ctx)
+	}
+	if b.runs(groupLua) {
+		b.luaRows(ctx)
+	}
 	b.sqlite(ctx)
 	if o.postgres != "" {
 		b.postgresRows(ctx)
-	} else {
+	} else if b.runs(groupLoop) || b.runs(groupStream) || b.runs(groupCycle) {
 		b.t.note("PostgreSQL rows skipped: no DSN (set -postgres, PARLEY_BENCH_POSTGRES or PARLEY_TEST_POSTGRES).")
 	}
 	if w, e := logs.counts(); w+e > 0 {
@@ -147,6 +202,9 @@ type bench struct {
 	quiet    string   // how idle the machine was before the run
 }
 
+// runs reports whether the group's rows are measured.
+func (b *bench) runs(group string) bool { return !b.o.skip[group] }
+
 // step tells stderr what runs now: a full run takes a while.
 func (b *bench) step(format string, args ...any) {
 	fmt.Fprintf(b.progress, "parley-bench: "+format+"\n", args...)
@@ -160,10 +218,26 @@ func (b *bench) header(w io.Writer) {
 	if b.quiet != "" {
 		fmt.Fprintf(w, "load: %s\n", b.quiet)
 	}
-	fmt.Fprintf(w, "databases: %s\n", strings.Join(b.dbs, "; "))
+	if len(b.dbs) > 0 {
+		fmt.Fprintf(w, "databases: %s\n", strings.Join(b.dbs, "; "))
+	}
 	o := b.o
 	fmt.Fprintf(w, "loop: engine concurrency %d, %s per run, instant in-process model; raw commits: %d goroutines for %s\n",
 		o.concurrency, plural(o.steps, "step"), o.concurrency, o.rawDuration)
-	fmt.Fprintf(w, "streams: %d chats at once, %d deltas each, one per %s per chat (%s deltas/s in all)\n\n",
+	fmt.Fprintf(w, "streams: %d chats at once, %d deltas each, one per %s per chat (%s deltas/s in all)\n",
 		o.streams, o.deltas, o.interval, thousands(int64(float64(o.streams)/o.interval.Seconds())))
+	fmt.Fprintf(w, "cycles: %d sequential per database (after %d for warm-up), then %d clients for %s; engine defaults, in-process model\n",
+		o.resumeSamples, cycleWarmup, o.cycleClients, o.cycleDuration)
+	fmt.Fprintf(w, "tools: %d dispatcher steps (after %d for warm-up); Lua: %d rounds, %d batches of instant calls\n",
+		o.dispatchSteps, dispatchWarmup, o.luaRounds, o.dispatchSteps)
+	var skipped []string
+	for _, g := range groups {
+		if o.skip[g] {
+			skipped = append(skipped, g)
+		}
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "skipped: %s\n", strings.Join(skipped, ", "))
+	}
+	fmt.Fprintln(w)
 }

@@ -10,7 +10,8 @@ import (
 
 // small are flags that make a whole run take a few seconds.
 var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-raw-duration", "100ms",
-	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms"}
+	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms",
+	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
 // the table has every SQLite row with a measured value.
@@ -27,6 +28,13 @@ func TestRunSQLite(t *testing.T) {
 		"| goroutines held by 30 idle chats (SQLite, after their runs)",
 		"| delta → SSE client, 1 replica, SQLite, 5 streams: p99",
 		"| heap per active chat (1 replica, SQLite: running, 3 deltas streamed)",
+		"| resume: POST /tool-results → next model request, SQLite, 1 replica (5 sequential cycles): p99",
+		"| full cycles/s through the HTTP API, SQLite, 1 replica, 1 client",
+		"| full cycles/s through the HTTP API, SQLite, 1 replica, 2 clients",
+		"| dispatch overhead beyond the slowest tool, 100 calls (2 sources × 45, 10 single Tools × 1, each 5ms): median of 3 steps",
+		"| Lua: one batch of 1,000 calls that each sleep(0.05), median of 1",
+		"| Lua: dispatch per call, batches of 100 calls that return at once, median of 3",
+		"| Lua: a step with a Lua and a Go source taking 100ms each, median of 1",
 		"PostgreSQL rows skipped",
 		"machine: ",
 	} {
@@ -59,6 +67,8 @@ func TestRunPostgres(t *testing.T) {
 		"| PostgreSQL loop steps/s (30 chats × 1 step, concurrency 8)",
 		"| delta → SSE client, 1 replica, PostgreSQL, 5 streams: p99",
 		"| delta → SSE client, 2 replicas, PostgreSQL, 5 streams: p99",
+		"| resume: POST /tool-results → next model request, PostgreSQL, 2 replicas, POST on B, engine on A (5 sequential cycles): p99",
+		"| full cycles/s through the HTTP API, PostgreSQL, 2 replicas, POST on B, engine on A, 2 clients",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("no %q in the output:\n%s", want, table)
@@ -67,6 +77,28 @@ func TestRunPostgres(t *testing.T) {
 	// -one-replica postgres moves the one-replica run off SQLite.
 	if strings.Count(table, "deltas received") != 2 || !rowPasses(table, "deltas received") || strings.Contains(table, "error") {
 		t.Errorf("want two latency runs with every delta, and no failure:\n%s", table)
+	}
+}
+
+// TestSkip runs one group alone: only its rows are measured, and no
+// database is opened.
+func TestSkip(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-skip", "loop, stream,cycle,lua", "-dispatch-steps", "2"}
+	if code := run(args, &out, &errOut, func(string) string { return "" }); code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
+	}
+	table := out.String()
+	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua") {
+		t.Errorf("no dispatch row, or no skipped line:\n%s", table)
+	}
+	for _, not := range []string{"SQLite", "| Lua", "| resume", "| delta"} {
+		if strings.Contains(table, not) {
+			t.Errorf("%q in the output of a run that skips it:\n%s", not, table)
+		}
+	}
+	if _, err := parseFlags([]string{"-skip", "loop,bogus"}, &errOut, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("-skip bogus: err = %v, want one naming the group", err)
 	}
 }
 

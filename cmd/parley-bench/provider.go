@@ -147,3 +147,79 @@ func (s *streamer) Stream(ctx context.Context, _ llm.Request, emit func(llm.Even
 	}
 	return llm.Result{Parts: []chat.Part{chat.TextPart(text.String())}, Usage: llm.Usage{InputTokens: 1, OutputTokens: int64(s.deltas)}, FinishReason: "stop"}, nil
 }
+
+// clientTool is the one dynamic tool of the cycle runs' chats: the bench,
+// as the client, answers its calls.
+var clientTool = chat.DynamicTool{Name: "client_op", Description: "done by the client", InputSchema: json.RawMessage(`{"type":"object"}`)}
+
+// caller is the in-process model of the cycle runs. Answering a user
+// message, it calls the dynamic tool client_op; answering that call's
+// result, whose output the bench makes the chat's id (a JSON string), it
+// first tells arrivals that the follow-up request of that chat arrived,
+// then answers a text.
+type caller struct{ arrivals *arrivals }
+
+func (p caller) Stream(_ context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
+	usage := llm.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: 1}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == chat.RoleTool {
+		at := time.Now()
+		var key string
+		if parts := req.Messages[n-1].Parts; len(parts) > 0 {
+			_ = json.Unmarshal(parts[0].Output, &key)
+		}
+		p.arrivals.arrive(key, at)
+		if err := emit(llm.Event{Type: llm.TextDelta, Text: "done"}); err != nil {
+			return llm.Result{}, err
+		}
+		return llm.Result{Parts: []chat.Part{chat.TextPart("done")}, Usage: usage, FinishReason: "stop"}, nil
+	}
+	const id = "call_1"
+	for _, ev := range []llm.Event{
+		{Type: llm.ToolCallStart, ToolCallID: id, ToolName: clientTool.Name},
+		{Type: llm.ToolCallDelta, Text: "{}"},
+		{Type: llm.ToolCallEnd},
+	} {
+		if err := emit(ev); err != nil {
+			return llm.Result{}, err
+		}
+	}
+	call := chat.Part{Type: chat.PartToolCall, ToolCallID: id, ToolName: clientTool.Name, Args: json.RawMessage(`{}`)}
+	return llm.Result{Parts: []chat.Part{call}, Usage: usage, FinishReason: "tool_calls"}, nil
+}
+
+// arrivals hands the arrival time of a chat's follow-up model request to
+// the cycle that waits for it.
+type arrivals struct {
+	mu      sync.Mutex
+	waiting map[string]chan time.Time
+}
+
+func newArrivals() *arrivals { return &arrivals{waiting: map[string]chan time.Time{}} }
+
+// expect registers key before its request can arrive; forget removes it.
+func (a *arrivals) expect(key string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	a.mu.Lock()
+	a.waiting[key] = ch
+	a.mu.Unlock()
+	return ch
+}
+
+func (a *arrivals) forget(key string) {
+	a.mu.Lock()
+	delete(a.waiting, key)
+	a.mu.Unlock()
+}
+
+// arrive records the arrival of key's request; a second one is dropped.
+func (a *arrivals) arrive(key string, at time.Time) {
+	a.mu.Lock()
+	ch := a.waiting[key]
+	a.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- at:
+		default:
+		}
+	}
+}

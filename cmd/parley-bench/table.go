@@ -130,3 +130,16 @@ func bytesIEC(v float64) string {
 		return fmt.Sprintf("%.0f B", v)
 	}
 }
+
+// limitRow is a row whose figure got must stay under limit; value is how
+// got is shown, target how limit is.
+func limitRow(metric, value string, got, limit time.Duration, target string) row {
+	ratio := float64(got) / float64(limit)
+	return row{metric: metric, value: value, target: target,
+		ratio: fmt.Sprintf("%.2f of limit", ratio), pass: verdict(ratio < 1)}
+}
+
+// µs formats a duration in microseconds.
+func µs(d time.Duration) string {
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}
