@@ -106,6 +106,7 @@ type Engine struct {
 	log    *slog.Logger
 
 	slots chan struct{} // one token per chat this process may run
+	kick  chan struct{} // wakes the acquire loop; holds at most one kick
 	wg    sync.WaitGroup
 	ids   idBlock
 }
@@ -121,7 +122,7 @@ func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tl Tools, 
 	cfg = cfg.withDefaults()
 	return &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
 		log:   log.With("worker", cfg.WorkerID),
-		slots: make(chan struct{}, cfg.Concurrency)}
+		slots: make(chan struct{}, cfg.Concurrency), kick: make(chan struct{}, 1)}
 }
 
 // WorkerID is the id this engine's leases carry.
@@ -136,17 +137,20 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: subscribe to wake-ups: %w", err)
 	}
-	defer wake.Close()
+	defer func() { wake.Close() }()
 	runs, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(errShutdown)
 	poll := time.NewTicker(e.cfg.PollInterval)
 	defer poll.Stop()
 
 	e.maintain(ctx)
+	acquired := make(chan struct{})
+	go func() { defer close(acquired); e.acquireLoop(ctx, runs) }()
+	e.kickAcquirer()
 	for {
-		e.fill(ctx, runs)
 		select {
 		case <-ctx.Done():
+			<-acquired // no run starts after this
 			stopRuns(errShutdown)
 			e.wg.Wait()
 			return nil
@@ -157,48 +161,71 @@ func (e *Engine) Run(ctx context.Context) error {
 					return fmt.Errorf("engine: resubscribe to wake-ups: %w", err)
 				}
 			}
+			e.kickAcquirer()
 		case <-poll.C:
 			e.maintain(ctx)
+			e.kickAcquirer()
 		}
 	}
 }
 
-// fill acquires pending chats while this process has free slots, as many
-// at once as there are free slots (one statement for all of them).
-func (e *Engine) fill(ctx, runs context.Context) {
-	for ctx.Err() == nil {
-		free := 0
-	take:
-		for free < cap(e.slots) {
-			select {
-			case e.slots <- struct{}{}:
-				free++
-			default:
-				break take
-			}
+// kickAcquirer asks the acquire loop for another round. Kicks coalesce: one
+// that arrives while a round runs makes exactly one more round, so a chat
+// that became pending after a round's query is never left for the poll.
+func (e *Engine) kickAcquirer() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// acquireLoop is the one goroutine that acquires chats: on each kick it
+// takes as many pending chats as there are free slots, in one statement,
+// until fewer come back than it asked for.
+func (e *Engine) acquireLoop(ctx, runs context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
 		}
-		if free == 0 {
-			return // every slot busy; a finishing run calls fill again
-		}
-		chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("acquire chats", "err", err)
-		}
-		for range free - len(chats) {
-			<-e.slots
-		}
-		for i, c := range chats {
-			e.wg.Add(1)
-			go func() {
-				defer e.wg.Done()
-				defer func() { <-e.slots; e.fill(ctx, runs) }()
-				e.runChat(runs, c, leases[i])
-			}()
-		}
-		if len(chats) < free {
-			return // nothing more is pending
+		for ctx.Err() == nil && e.acquire(ctx, runs) {
 		}
 	}
+}
+
+// acquire starts runs for up to the free slots' worth of pending chats and
+// reports whether it filled every free slot (there may be more).
+func (e *Engine) acquire(ctx, runs context.Context) bool {
+	free := 0
+take:
+	for free < cap(e.slots) {
+		select {
+		case e.slots <- struct{}{}:
+			free++
+		default:
+			break take
+		}
+	}
+	if free == 0 {
+		return false // every slot busy; a finishing run kicks the loop
+	}
+	chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
+	if err != nil && ctx.Err() == nil {
+		e.log.Error("acquire chats", "err", err)
+	}
+	for range free - len(chats) {
+		<-e.slots
+	}
+	for i, c := range chats {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer func() { <-e.slots; e.kickAcquirer() }()
+			e.runChat(runs, c, leases[i])
+		}()
+	}
+	return err == nil && len(chats) == free
 }
 
 // maintain does the periodic work any replica may do for all: recover chats

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -258,5 +259,39 @@ wait:
 	h.waitStatus(c.ID, chat.Waiting)
 	if msgs := h.history(c.ID); len(msgs) != 2 || msgs[1].Parts[0].Text != "done by the second engine" {
 		t.Fatalf("history %+v", msgs)
+	}
+}
+
+// TestWakeUpsAreNeverLost: with the fallback poll out of the picture, every
+// chat made pending the moment the previous run ended (as a client that
+// answers at once does) is picked up by its wake-up alone.
+func TestWakeUpsAreNeverLost(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) { c.PollInterval = time.Hour })
+	const n = 200
+	for range n {
+		h.fake.Push(llmtest.Turn{Text: "ok"})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	feed, err := h.ps.Subscribe(ctx, events.FeedTopic(owner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(nil)
+	for i := range n {
+		c := h.create(fmt.Sprintf("message %d", i))
+		timeout := time.After(3 * time.Second)
+	wait: // the next chat is created as soon as this one's run ended
+		for {
+			select {
+			case m := <-feed.C():
+				var ev events.FeedEvent
+				if json.Unmarshal(m.Payload, &ev) == nil && ev.Chat.ID == c.ID && ev.Chat.Status == chat.Waiting {
+					break wait
+				}
+			case <-timeout:
+				t.Fatalf("chat %d not answered within 3s: its wake-up was lost", i)
+			}
+		}
 	}
 }
