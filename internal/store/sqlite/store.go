@@ -36,6 +36,7 @@ type Store struct {
 	// Prepared statements of each pool.
 	writeStmts, readStmts *stmtCache
 	group                 groupCommit // InTx calls waiting for the writer
+	stopCheckpoints       func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -82,6 +83,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.stopCheckpoints = s.checkpointLoop()
 	return s, nil
 }
 
@@ -95,6 +97,11 @@ func dsn(path string, readOnly bool) string {
 	q.Set("_txlock", "immediate")
 	if readOnly {
 		q.Set("_query_only", "1")
+	} else {
+		// The writer never checkpoints: a checkpoint on the one writer
+		// connection stalls every transaction behind it. checkpointLoop does
+		// it from a reader instead.
+		q.Set("_pragma", "wal_autocheckpoint(0)")
 	}
 	return path + "?" + q.Encode()
 }
@@ -115,6 +122,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	if s.stopCheckpoints != nil {
+		s.stopCheckpoints()
+	}
 	s.readStmts.close()
 	s.writeStmts.close()
 	return errors.Join(s.read.Close(), s.write.Close())
