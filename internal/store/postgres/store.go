@@ -91,26 +91,28 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 
 // runTx is one attempt of InTx.
 func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	pgTx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	defer conn.Release() // a connection left inside a transaction is closed, not reused
+	t := &lazyTx{conn: conn}
 	rollback := func() error {
 		// The rollback must happen even when ctx is what failed fn.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return pgTx.Rollback(ctx)
+		return t.end(ctx, false)
 	}
-	// Should fn panic, this gives the connection back; after a commit or
+	// Should fn panic, this ends the transaction; after a commit or a
 	// rollback it does nothing.
 	defer rollback()
-	if err := fn(&tx{reader{q: pgTx}}); err != nil {
-		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+	if err := fn(&tx{reader{q: t}}); err != nil {
+		if rbErr := rollback(); rbErr != nil {
 			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
 		}
 		return err
 	}
-	if err := pgTx.Commit(ctx); err != nil {
+	if err := t.end(ctx, true); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
