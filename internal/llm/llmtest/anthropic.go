@@ -77,7 +77,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := turn.Status != 0 && turn.Status != http.StatusOK
 	if failed && turn.CutAfter == 0 {
-		if f.wait(r, turn.FirstChunkDelay) {
+		if waitFor(r, turn.FirstChunkDelay) {
 			anthropicError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
 		}
 		return
@@ -92,7 +92,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher := w.(http.Flusher)
 	flusher.Flush()
-	if !f.wait(r, turn.FirstChunkDelay) {
+	if !waitFor(r, turn.FirstChunkDelay) {
 		return
 	}
 	for i, ev := range anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n)) {
@@ -106,22 +106,6 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
 		flusher.Flush()
-	}
-}
-
-// wait sleeps for d, or until the client goes away; it reports whether the
-// client is still there.
-func (f *Anthropic) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
 	}
 }
 

@@ -95,7 +95,7 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := turn.Status != 0 && turn.Status != http.StatusOK
 	if failed && turn.CutAfter == 0 {
-		if openaiWait(r, turn.FirstChunkDelay) {
+		if waitFor(r, turn.FirstChunkDelay) {
 			openaiError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
 		}
 		return
@@ -106,7 +106,7 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher := w.(http.Flusher)
 	flusher.Flush()
-	if !openaiWait(r, turn.FirstChunkDelay) {
+	if !waitFor(r, turn.FirstChunkDelay) {
 		return
 	}
 	for i, ev := range f.events(turn, req, n) {
@@ -114,7 +114,7 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			return
 		}
-		if i > 0 && !openaiWait(r, turn.ChunkDelay) {
+		if i > 0 && !waitFor(r, turn.ChunkDelay) {
 			return
 		}
 		if turn.CutAfter > 0 && i == turn.CutAfter {
@@ -135,22 +135,6 @@ func writeOpenAIEvent(w io.Writer, ev openaiEvent) {
 		fmt.Fprintf(w, "event: %s\n", ev.name)
 	}
 	fmt.Fprintf(w, "data: %s\n\n", ev.data)
-}
-
-// openaiWait sleeps for d, or until the client goes away; it reports
-// whether the client is still there.
-func openaiWait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
 }
 
 // openaiError writes the API's error answer. Retry-After goes out in whole

@@ -108,3 +108,19 @@ func Chunks(s string, n int) []string {
 	}
 	return out
 }
+
+// waitFor sleeps for d, or until the client goes away; it reports whether
+// the client is still there. Every fake uses it for its scripted delays.
+func waitFor(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
