@@ -55,7 +55,7 @@ func acquire(t *testing.T, s store.Store, worker string, ttl time.Duration) (cha
 	t.Helper()
 	c, l, err := acquireOne(t.Context(), s, worker, ttl)
 	if err != nil {
-		t.Fatalf("AcquireChat(%s): %v", worker, err)
+		t.Fatalf("acquire one chat (%s): %v", worker, err)
 	}
 	return c, l
 }
@@ -95,7 +95,7 @@ func wantExpiry(t *testing.T, what string, c chat.Chat, before, after time.Time,
 func testAcquireNothingPending(t *testing.T, open opener) {
 	s := open(t)
 	_, _, err := acquireOne(t.Context(), s, "w1", longTTL)
-	wantErr(t, "AcquireChat on an empty store", err, store.ErrNotFound)
+	wantErr(t, "acquiring on an empty store", err, store.ErrNotFound)
 
 	addOwner(t, s, "alice")
 	var others []chat.Chat
@@ -105,9 +105,9 @@ func testAcquireNothingPending(t *testing.T, open opener) {
 		}
 	}
 	_, _, err = acquireOne(t.Context(), s, "w1", longTTL)
-	wantErr(t, "AcquireChat with no pending chat", err, store.ErrNotFound)
+	wantErr(t, "acquiring with no pending chat", err, store.ErrNotFound)
 	for _, c := range others {
-		wantEqual(t, "chat after a failed AcquireChat", getChat(t, s, c.ID), stored(c))
+		wantEqual(t, "chat after a failed acquisition", getChat(t, s, c.ID), stored(c))
 	}
 }
 
@@ -145,7 +145,7 @@ func testAcquireOldestFirst(t *testing.T, open opener) {
 		wantEqual(t, "stored chat", getChat(t, s, want.ID), w)
 	}
 	_, _, err := acquireOne(t.Context(), s, "w9", longTTL)
-	wantErr(t, "AcquireChat after every chat was taken", err, store.ErrNotFound)
+	wantErr(t, "acquiring after every chat was taken", err, store.ErrNotFound)
 }
 
 func testAcquireInvalid(t *testing.T, open opener) {
@@ -161,7 +161,7 @@ func testAcquireInvalid(t *testing.T, open opener) {
 		}
 		_, _, err := acquireOne(t.Context(), s, tc.worker, tc.ttl)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("AcquireChat(%q, %v): %v, want an invalid-argument error", tc.worker, tc.ttl, err)
+			t.Fatalf("AcquireChats(%q, %v): %v, want an invalid-argument error", tc.worker, tc.ttl, err)
 		}
 	}
 	wantEqual(t, "chat after refused acquisitions", getChat(t, s, c.ID), stored(c))
