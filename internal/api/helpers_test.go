@@ -210,7 +210,7 @@ func (s *server) messages(token, id string) []chat.Message {
 }
 
 // force walks a chat through status transitions directly in the store, as
-// the engine of a later issue will; extra messages are appended first.
+// the engine does; extra messages are appended first.
 func (s *server) force(id string, msgs []chat.Message, path ...store.Transition) {
 	s.t.Helper()
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -79,17 +78,8 @@ func (s *server) postText(tok, id, text string) {
 	s.do("POST", "/api/v1/chats/"+id+"/messages", tok, map[string]any{"content": text}).expect(s.t, http.StatusAccepted, nil)
 }
 
-// sseEv is one item of a chat stream: an event (with its SSE id, if any)
-// or a comment line (Comment set).
-type sseEv struct {
-	ID, Event, Data, Comment string
-}
-
-// chatSSE reads a chat's stream in the background.
-type chatSSE struct {
-	t     *testing.T
-	items chan sseEv // closed at the end of the stream
-}
+// chatSSE reads a chat's stream.
+type chatSSE struct{ *sseReader }
 
 // streamOpts are how a chat stream is opened.
 type streamOpts struct {
@@ -100,67 +90,14 @@ type streamOpts struct {
 
 // openChat opens GET /chats/{id}/stream, checks the answer's headers and
 // returns the stream once the server has answered (it has subscribed then).
-func (s *server) openChat(tok, id string, o streamOpts) (st *chatSSE, resume func()) {
+func (s *server) openChat(tok, id string, o streamOpts) (*chatSSE, func()) {
 	s.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"/api/v1/chats/"+id+"/stream"+o.query, nil)
-	if err != nil {
-		cancel()
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	var header map[string]string
 	if o.lastEventID != "" {
-		req.Header.Set("Last-Event-ID", o.lastEventID)
+		header = map[string]string{"Last-Event-ID": o.lastEventID}
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { cancel(); res.Body.Close() })
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
-		s.t.Fatalf("stream: status %d, Content-Type %q", res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	st = &chatSSE{t: s.t, items: make(chan sseEv, 4096)}
-	gate := make(chan struct{})
-	go func() {
-		defer close(st.items)
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return
-		}
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		var it sseEv
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if it != (sseEv{}) {
-					select {
-					case st.items <- it:
-					case <-ctx.Done():
-						return
-					}
-				}
-				it = sseEv{}
-			case strings.HasPrefix(line, ":"):
-				it.Comment = strings.TrimSpace(line[1:])
-			case strings.HasPrefix(line, "id: "):
-				it.ID = line[len("id: "):]
-			case strings.HasPrefix(line, "event: "):
-				it.Event = line[len("event: "):]
-			case strings.HasPrefix(line, "data: "):
-				it.Data = line[len("data: "):]
-			}
-		}
-	}()
-	if o.paused {
-		return st, func() { close(gate) }
-	}
-	close(gate)
-	return st, func() {}
+	r, resume := s.openSSE("/api/v1/chats/"+id+"/stream"+o.query, tok, header, o.paused)
+	return &chatSSE{r}, resume
 }
 
 // watchChat opens a chat's stream and reads it at once.
@@ -170,39 +107,13 @@ func (s *server) watchChat(tok, id string, o streamOpts) *chatSSE {
 	return st
 }
 
-// next returns the next item, comments included, failing at the deadline
-// or the end of the stream.
-func (st *chatSSE) next() sseEv {
-	st.t.Helper()
-	select {
-	case it, ok := <-st.items:
-		if !ok {
-			st.t.Fatal("the chat stream ended")
-		}
-		return it
-	case <-time.After(streamTimeout):
-		st.t.Fatal("no chat stream event before the deadline")
-	}
-	return sseEv{}
-}
-
-// event returns the next event, skipping comments.
-func (st *chatSSE) event() sseEv {
-	st.t.Helper()
-	for {
-		if it := st.next(); it.Comment == "" {
-			return it
-		}
-	}
-}
-
 // until returns the events up to and including the first for which stop
 // is true.
 func (st *chatSSE) until(stop func(sseEv) bool) []sseEv {
 	st.t.Helper()
 	var evs []sseEv
 	for {
-		ev := st.event()
+		ev := st.item()
 		evs = append(evs, ev)
 		if stop(ev) {
 			return evs
@@ -226,26 +137,6 @@ func (st *chatSSE) untilStatus(want ...chat.Status) []sseEv {
 		}
 		return false
 	})
-}
-
-// end waits for the end of the stream and returns the events it still had.
-func (st *chatSSE) end() []sseEv {
-	st.t.Helper()
-	var rest []sseEv
-	deadline := time.After(streamTimeout)
-	for {
-		select {
-		case it, ok := <-st.items:
-			if !ok {
-				return rest
-			}
-			if it.Comment == "" {
-				rest = append(rest, it)
-			}
-		case <-deadline:
-			st.t.Fatal("the chat stream did not end before the deadline")
-		}
-	}
 }
 
 // The data of each chat stream event (DESIGN.md section 6).
@@ -287,7 +178,7 @@ func decodeAs[T any](t *testing.T, ev sseEv) T {
 // expectEvent reads the next event and checks its name.
 func (st *chatSSE) expectEvent(kind string) sseEv {
 	st.t.Helper()
-	ev := st.event()
+	ev := st.item()
 	if ev.Event != kind {
 		st.t.Fatalf("got %s event %s, want %s", ev.Event, ev.Data, kind)
 	}

@@ -75,7 +75,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, http.StatusInternalServerError, "llmtest: no scripted turn left", 0)
 		return
 	}
-	failed := turn.Status != 0 && turn.Status != http.StatusOK
+	failed := turn.failed()
 	if failed && turn.CutAfter == 0 {
 		if waitFor(r, turn.FirstChunkDelay) {
 			anthropicError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)

@@ -93,7 +93,7 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		openaiError(w, http.StatusInternalServerError, "llmtest: no scripted turn left", 0)
 		return
 	}
-	failed := turn.Status != 0 && turn.Status != http.StatusOK
+	failed := turn.failed()
 	if failed && turn.CutAfter == 0 {
 		if waitFor(r, turn.FirstChunkDelay) {
 			openaiError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)

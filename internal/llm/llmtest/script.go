@@ -39,6 +39,9 @@ type Turn struct {
 	Interleave bool
 }
 
+// failed reports whether the turn answers with an error.
+func (t Turn) failed() bool { return t.Status != 0 && t.Status != http.StatusOK }
+
 // ToolCall scripts one call; Args is its JSON, sent in ChunkSize pieces.
 type ToolCall struct {
 	ID   string
