@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/llm/echo"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
-	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 )
 
 // wait bounds every wait of these tests.
@@ -46,13 +45,7 @@ func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return 
 func newServer(t *testing.T) *server {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Open(t, t.TempDir())
 	cfg := config.Default()
 	// "ghost" is configured but the engine does not have it: its chats fail.
 	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo"}, {Name: "ghost", Provider: "echo", Model: "echo"}}
@@ -87,7 +80,6 @@ func newServer(t *testing.T) *server {
 		<-done
 		ps.Close() // ends open streams, so Close does not wait for them
 		s.srv.Close()
-		st.Close()
 	})
 	if s.token, _, err = auth.Issue(ctx, st, "alice", "test"); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
 )
@@ -48,17 +47,7 @@ type models map[string]llm.Model
 func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return v, ok }
 
 // openSQLite opens a migrated SQLite store in dir.
-func openSQLite(t *testing.T, dir string) store.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "parley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+func openSQLite(t *testing.T, dir string) store.Store { return sqlitetest.Open(t, dir) }
 
 // start runs a replica on st, with an in-memory pubsub, the fake as the
 // "fake" model, and the tools registered by setup.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +23,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
 )
@@ -106,13 +105,7 @@ func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return 
 func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Open(t, t.TempDir())
 	ps := memory.New()
 	h := &harness{t: t, st: st, ps: ps, fake: llmtest.NewOpenAIChat(t), logs: &logCapture{}}
 	h.cfg = engine.Config{
@@ -138,7 +131,6 @@ func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
 		h.stopAll()
 		checkInvariants(t, st)
 		ps.Close()
-		st.Close()
 	})
 	return h
 }
