@@ -18,10 +18,15 @@ const publishTimeout = 5 * time.Second
 // function may run twice) and Publish it after the commit.
 type Notice struct {
 	Feed    []FeedEvent
-	Chat    []ChatEvent // each names its chat through ChatID
-	ChatIDs []string    // ChatIDs[i] is the chat of Chat[i]
+	Chat    []ChatEventFor
 	Control []ControlFor
 	Wake    bool
+}
+
+// ChatEventFor is an event for one chat's stream.
+type ChatEventFor struct {
+	ChatID string
+	Event  ChatEvent
 }
 
 // ControlFor is a control message addressed to one chat's worker.
@@ -51,8 +56,7 @@ func (n *Notice) Message(m chat.Message) {
 
 // ChatEvent records an event for a chat's stream.
 func (n *Notice) ChatEvent(chatID string, ev ChatEvent) {
-	n.Chat = append(n.Chat, ev)
-	n.ChatIDs = append(n.ChatIDs, chatID)
+	n.Chat = append(n.Chat, ChatEventFor{ChatID: chatID, Event: ev})
 }
 
 // Publish sends everything recorded, in order, as one batch (one round trip
@@ -63,8 +67,8 @@ func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger
 		return
 	}
 	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
-	for i, ev := range n.Chat {
-		msgs = append(msgs, pubsub.Message{Topic: ChatTopic(n.ChatIDs[i]), Payload: Encode(ev)})
+	for _, c := range n.Chat {
+		msgs = append(msgs, pubsub.Message{Topic: ChatTopic(c.ChatID), Payload: Encode(c.Event)})
 	}
 	for _, ev := range n.Feed {
 		msgs = append(msgs, pubsub.Message{Topic: FeedTopic(ev.Chat.Owner), Payload: Encode(ev)})
