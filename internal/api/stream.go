@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // snapshotWait bounds how long live deltas are held for the snapshot a new
@@ -117,20 +118,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 
 // replayMessages sends the durable messages after the stream's cursor.
 func (a *api) replayMessages(ctx context.Context, st *chatStream, id string) error {
-	for {
-		msgs, err := a.st.ListMessages(ctx, id, st.lastMsg, 500)
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if err := st.message(m); err != nil {
-				return err
-			}
-		}
-		if len(msgs) < 500 {
-			return nil
-		}
-	}
+	return store.ForEachMessage(ctx, a.st, id, st.lastMsg, st.message)
 }
 
 // errTooFarBehind ends a stream that would hold more deltas than allowed.

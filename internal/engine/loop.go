@@ -209,21 +209,14 @@ func toolCalls(parts []chat.Part) []chat.ToolCall {
 	return calls
 }
 
-// loadHistory reads a chat's whole history in pages.
+// loadHistory reads a chat's whole history.
 func loadHistory(ctx context.Context, r store.Reader, chatID string) ([]chat.Message, error) {
 	var all []chat.Message
-	var after int64
-	for {
-		page, err := r.ListMessages(ctx, chatID, after, store.MaxPageSize)
-		if err != nil {
-			return nil, fmt.Errorf("load history of %s: %w", chatID, err)
-		}
-		all = append(all, page...)
-		if len(page) < store.MaxPageSize {
-			return all, nil
-		}
-		after = page[len(page)-1].ID
-	}
+	err := store.ForEachMessage(ctx, r, chatID, 0, func(m chat.Message) error {
+		all = append(all, m)
+		return nil
+	})
+	return all, err
 }
 
 // toolDefs lists what the model may call: the server's tools and the chat's

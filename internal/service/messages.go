@@ -155,25 +155,15 @@ func CancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string, n 
 }
 
 // historyTail returns a chat's messages from its last assistant message on
-// (all of them when there is none), reading the history page by page so only
-// the tail is kept in memory.
+// (all of them when there is none), keeping only the tail in memory.
 func historyTail(ctx context.Context, r store.Reader, chatID string) ([]chat.Message, error) {
 	var tail []chat.Message
-	var after int64
-	for {
-		page, err := r.ListMessages(ctx, chatID, after, store.MaxPageSize)
-		if err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", chatID, err)
+	err := store.ForEachMessage(ctx, r, chatID, 0, func(m chat.Message) error {
+		if m.Role == chat.RoleAssistant {
+			tail = tail[:0]
 		}
-		for _, m := range page {
-			if m.Role == chat.RoleAssistant {
-				tail = tail[:0]
-			}
-			tail = append(tail, m)
-		}
-		if len(page) < store.MaxPageSize {
-			return tail, nil
-		}
-		after = page[len(page)-1].ID
-	}
+		tail = append(tail, m)
+		return nil
+	})
+	return tail, err
 }

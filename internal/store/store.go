@@ -199,3 +199,24 @@ type Token struct {
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
+
+// ForEachMessage calls fn with every message of a chat after the id after,
+// in id order, reading the history a page at a time; an error of fn stops it
+// and is returned.
+func ForEachMessage(ctx context.Context, r Reader, chatID string, after int64, fn func(chat.Message) error) error {
+	for {
+		page, err := r.ListMessages(ctx, chatID, after, MaxPageSize)
+		if err != nil {
+			return fmt.Errorf("read history of %s: %w", chatID, err)
+		}
+		for _, m := range page {
+			if err := fn(m); err != nil {
+				return err
+			}
+		}
+		if len(page) < MaxPageSize {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
