@@ -37,9 +37,6 @@ type Chat struct {
 	// InterruptRequested asks the worker running the chat to stop the step in
 	// progress (a user message with busy "interrupt" arrived while it ran).
 	InterruptRequested bool `json:"-"`
-	// HasQueued reports queued messages; only a fence (store.Tx.Fence) sets
-	// it, so a worker ending a run skips looking for none.
-	HasQueued bool `json:"-"`
 }
 
 // Usage counts tokens and cost; cost is in micro-units of the price's currency.

@@ -217,6 +217,13 @@ take:
 	for range free - len(chats) {
 		<-e.slots
 	}
+	// One announcement for the whole batch: on PostgreSQL each is a
+	// transaction of its own.
+	e.announce(ctx, func(n *events.Notice) {
+		for _, c := range chats {
+			n.StatusChanged(chat.Pending, c)
+		}
+	})
 	for i, c := range chats {
 		e.wg.Add(1)
 		go func() {

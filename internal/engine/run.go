@@ -35,14 +35,17 @@ type run struct {
 	lease store.Lease
 	log   *slog.Logger
 	steps *stepState // the step in progress, for snapshots; nil between steps
+	// queued: messages wait in the chat's queue, as the fence of the write
+	// in progress saw it.
+	queued bool
 }
 
-// runChat runs the chat until it is let go. ctx ends on shutdown.
+// runChat runs the chat until it is let go. ctx ends on shutdown. Its move
+// to running was announced by acquire.
 func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState()}
-	e.announce(ctx, func(n *events.Notice) { n.StatusChanged(chat.Pending, c) })
 
 	go r.watch(ctx, cancel)
 
@@ -128,11 +131,11 @@ func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) 
 	var n events.Notice
 	err := r.e.st.InTx(ctx, func(tx store.Tx) error {
 		n = events.Notice{}
-		c, err := tx.Fence(ctx, r.lease)
+		queued, err := tx.Fence(ctx, r.lease)
 		if err != nil {
 			return err
 		}
-		r.chat = c
+		r.queued = queued
 		return fn(ctx, tx, &n)
 	})
 	if err != nil {
@@ -171,7 +174,7 @@ func (r *run) finishIdle(msgs ...*chat.Message) error {
 			return err
 		}
 		to := chat.Waiting
-		if r.chat.HasQueued { // as the fence of this transaction saw it
+		if r.queued {
 			if _, err := service.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
 				return err
 			}

@@ -59,6 +59,12 @@ func (n *Notice) ChatEvent(chatID string, ev ChatEvent) {
 	n.Chat = append(n.Chat, ChatEventFor{ChatID: chatID, Event: ev})
 }
 
+// audience is a PubSub that knows every subscriber of a topic (the
+// in-process one, whose subscribers are all local): a message for a topic
+// nobody subscribes to is dropped before it is encoded, which on a busy
+// server is most chat events.
+type audience interface{ HasSubscribers(topic string) bool }
+
 // Publish sends everything recorded, in order, as one batch (one round trip
 // on PostgreSQL). Failures are logged, never returned: the database already
 // holds the truth, and subscribers re-read it.
@@ -67,17 +73,27 @@ func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger
 		return
 	}
 	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
+	aud, knows := ps.(audience)
+	add := func(topic string, v any) {
+		if knows && !aud.HasSubscribers(topic) {
+			return
+		}
+		msgs = append(msgs, pubsub.Message{Topic: topic, Payload: Encode(v)})
+	}
 	for _, c := range n.Chat {
-		msgs = append(msgs, pubsub.Message{Topic: ChatTopic(c.ChatID), Payload: Encode(c.Event)})
+		add(ChatTopic(c.ChatID), c.Event)
 	}
 	for _, ev := range n.Feed {
-		msgs = append(msgs, pubsub.Message{Topic: FeedTopic(ev.Chat.Owner), Payload: Encode(ev)})
+		add(FeedTopic(ev.Chat.Owner), ev)
 	}
 	for _, c := range n.Control {
-		msgs = append(msgs, pubsub.Message{Topic: ControlTopic(c.ChatID), Payload: Encode(c.Msg)})
+		add(ControlTopic(c.ChatID), c.Msg)
 	}
-	if n.Wake {
+	if n.Wake && (!knows || aud.HasSubscribers(WorkTopic)) {
 		msgs = append(msgs, pubsub.Message{Topic: WorkTopic})
+	}
+	if len(msgs) == 0 {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()

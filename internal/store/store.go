@@ -120,10 +120,11 @@ type Tx interface {
 
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)
-	// Fence locks the chat's row and returns it if l still holds the chat
-	// (status running, same worker id and generation); ErrLeaseLost
-	// otherwise. A worker calls it first in every transaction it writes in.
-	Fence(ctx context.Context, l Lease) (chat.Chat, error)
+	// Fence locks the chat's row if l still holds the chat (status running,
+	// same worker id and generation), and reports whether messages wait in
+	// its queue; ErrLeaseLost if l no longer holds it. A worker calls it
+	// first in every transaction it writes in.
+	Fence(ctx context.Context, l Lease) (queued bool, err error)
 	// InsertChat stores a new chat. It sets CreatedAt and UpdatedAt; ID,
 	// Owner, Model and Status must be set. ErrExists on a duplicate id.
 	InsertChat(ctx context.Context, c *chat.Chat) error

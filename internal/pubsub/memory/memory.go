@@ -56,6 +56,11 @@ func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error 
 	return nil
 }
 
+// HasSubscribers reports whether the topic has a live subscription: a
+// message published to a topic without one reaches nobody, so a publisher
+// may skip building it.
+func (p *PubSub) HasSubscribers(topic string) bool { return p.hub.HasSubscribers(topic) }
+
 // Subscribe starts delivering the topic's messages until ctx is done or the
 // subscription is closed.
 func (p *PubSub) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {

@@ -110,22 +110,21 @@ func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error)
 // Fence locks the chat's row (SELECT ... FOR UPDATE) if l still holds it.
 // A fence that waits for another transaction's lock re-checks the lease
 // against the row as that transaction left it.
-func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
+func (t *tx) Fence(ctx context.Context, l store.Lease) (bool, error) {
 	if err := dbutil.CheckLease(l); err != nil {
-		return chat.Chat{}, fmt.Errorf("fence: %w", err)
+		return false, fmt.Errorf("fence: %w", err)
 	}
-	var hasQueued bool
-	c, err := scanChat(dbutil.ScanExtra{Row: t.q.QueryRow(ctx, `SELECT `+chatColumns+`, `+dbutil.HasQueuedColumn+`
+	var queued bool
+	err := t.q.QueryRow(ctx, `SELECT `+dbutil.HasQueuedColumn+`
 		FROM chats WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
-		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation), Extra: []any{&hasQueued}})
-	c.HasQueued = hasQueued
+		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation).Scan(&queued)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+		return false, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
 	}
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+		return false, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
 	}
-	return c, nil
+	return queued, nil
 }
 
 // ReserveMessageIDs takes n values of the messages id sequence.

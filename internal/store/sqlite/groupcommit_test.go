@@ -64,3 +64,35 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCommitRollsBackACancelledCaller: a caller whose context ends while
+// its function runs gets the context's error and leaves nothing behind;
+// its statements are not cut off half-way (they run uncancellable, and the
+// savepoint is what undoes them).
+func TestGroupCommitRollsBackACancelledCaller(t *testing.T) {
+	s := openTemp(t)
+	inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), "alice"); return err })
+	ctx, cancel := context.WithCancel(t.Context())
+	var afterCancel error
+	err := s.InTx(ctx, func(tx store.Tx) error {
+		a := chat.Chat{ID: "before", Owner: "alice", Model: "m", Status: chat.Waiting}
+		if err := tx.InsertChat(ctx, &a); err != nil {
+			return err
+		}
+		cancel()
+		b := chat.Chat{ID: "after", Owner: "alice", Model: "m", Status: chat.Waiting}
+		afterCancel = tx.InsertChat(ctx, &b)
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("InTx = %v, want context.Canceled", err)
+	}
+	if afterCancel != nil {
+		t.Errorf("a statement after the cancel failed: %v", afterCancel)
+	}
+	for _, id := range []string{"before", "after"} {
+		if _, err := s.GetChat(t.Context(), id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("chat %q of the cancelled caller: %v, want not found", id, err)
+		}
+	}
+}

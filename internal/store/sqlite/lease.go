@@ -116,24 +116,23 @@ func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error)
 	return ids, nil
 }
 
-// Fence reads the chat if l still holds it; the BEGIN IMMEDIATE transaction
-// already excludes every other writer until it ends.
-func (t *tx) Fence(ctx context.Context, l store.Lease) (chat.Chat, error) {
+// Fence checks that l still holds the chat; the transaction (on the one
+// writer connection) already excludes every other writer until it ends.
+func (t *tx) Fence(ctx context.Context, l store.Lease) (bool, error) {
 	if err := dbutil.CheckLease(l); err != nil {
-		return chat.Chat{}, fmt.Errorf("fence: %w", err)
+		return false, fmt.Errorf("fence: %w", err)
 	}
-	var hasQueued bool
-	c, err := scanChat(dbutil.ScanExtra{Row: t.q.QueryRowContext(ctx, `SELECT `+chatColumns+`, `+dbutil.HasQueuedColumn+`
+	var queued bool
+	err := t.q.QueryRowContext(ctx, `SELECT `+dbutil.HasQueuedColumn+`
 		FROM chats WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
-		l.ChatID, l.WorkerID, l.Generation), Extra: []any{&hasQueued}})
-	c.HasQueued = hasQueued
+		l.ChatID, l.WorkerID, l.Generation).Scan(&queued)
 	if errors.Is(err, sql.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+		return false, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
 	}
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+		return false, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
 	}
-	return c, nil
+	return queued, nil
 }
 
 // scanIDs reads and closes rows of one text column.

@@ -122,6 +122,7 @@ func (q cached) direct() querier {
 }
 
 func (q cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = q.statementContext(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -129,6 +130,7 @@ func (q cached) ExecContext(ctx context.Context, query string, args ...any) (sql
 }
 
 func (q cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = q.statementContext(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -136,8 +138,21 @@ func (q cached) QueryContext(ctx context.Context, query string, args ...any) (*s
 }
 
 func (q cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = q.statementContext(ctx)
 	if st := q.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return q.direct().QueryRowContext(ctx, query, args...)
+}
+
+// statementContext is the context a statement runs with. In a write
+// transaction it cannot be cancelled: the driver watches a cancellable
+// context with a goroutine per statement, a third of a small write's cost,
+// and the group commit rolls back a caller that gave up anyway (callFn).
+// Reads keep theirs, so a long listing stops with its request.
+func (q cached) statementContext(ctx context.Context) context.Context {
+	if q.tx != nil {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }

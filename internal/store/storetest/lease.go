@@ -510,8 +510,8 @@ func testAcquireSeveral(t *testing.T, open opener) {
 	}
 }
 
-// testFenceHasQueued: the chat a fence returns says whether messages wait
-// in its queue, so a worker ending a run knows whether to promote any.
+// testFenceHasQueued: a fence says whether messages wait in the chat's
+// queue, so a worker ending a run knows whether to promote any.
 func testFenceHasQueued(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
@@ -520,22 +520,22 @@ func testFenceHasQueued(t *testing.T, open opener) {
 	hasQueued := func() bool {
 		var got bool
 		inTx(t, s, func(tx store.Tx) error {
-			c, err := tx.Fence(t.Context(), l)
-			got = c.HasQueued
+			var err error
+			got, err = tx.Fence(t.Context(), l)
 			return err
 		})
 		return got
 	}
 	if hasQueued() {
-		t.Fatal("HasQueued with an empty queue")
+		t.Fatal("fence reports a queue, which is empty")
 	}
 	q := chat.QueuedMessage{ChatID: l.ChatID, Parts: []chat.Part{chat.TextPart("later")}}
 	inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
 	if !hasQueued() {
-		t.Fatal("HasQueued false with a queued message")
+		t.Fatal("fence reports no queue, with a queued message")
 	}
 	inTx(t, s, func(tx store.Tx) error { return tx.DeleteQueued(t.Context(), q.ID) })
 	if hasQueued() {
-		t.Fatal("HasQueued after the queue was emptied")
+		t.Fatal("fence reports a queue after it was emptied")
 	}
 }

@@ -86,19 +86,6 @@ func CheckReserve(n int) error {
 	return nil
 }
 
-// HasQueuedColumn is the extra column a fence selects after the chat's
-// columns, read into Chat.HasQueued with ScanExtra.
+// HasQueuedColumn is the column a fence selects: whether messages wait in
+// the chat's queue.
 const HasQueuedColumn = `EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)`
-
-// Scanner is a row to scan.
-type Scanner interface{ Scan(dest ...any) error }
-
-// ScanExtra is a row whose Scan also fills extra, after the destinations it
-// is given: a query with more columns than a row scanner knows of.
-type ScanExtra struct {
-	Row   Scanner
-	Extra []any
-}
-
-// Scan scans the row into dest, then into the extra destinations.
-func (s ScanExtra) Scan(dest ...any) error { return s.Row.Scan(append(dest, s.Extra...)...) }
