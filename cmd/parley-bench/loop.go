@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -227,7 +228,11 @@ func (s *watchStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error
 	var n int64
 	err := s.Store.InTx(ctx, func(tx store.Tx) error {
 		n = 0
-		return fn(countTx{Tx: tx, waiting: &n})
+		ct := countTx{Tx: tx, waiting: &n}
+		if ob, ok := tx.(pubsub.Outbox); ok {
+			return fn(outboxTx{ct, ob}) // notifications still go with the commit
+		}
+		return fn(ct)
 	})
 	if err == nil && n > 0 && s.waiting.Add(n) >= s.target {
 		s.once.Do(func() { s.doneAt = time.Now(); close(s.done) })
@@ -239,6 +244,12 @@ func (s *watchStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error
 type countTx struct {
 	store.Tx
 	waiting *int64
+}
+
+// outboxTx is a countTx over a transaction that is a pubsub.Outbox.
+type outboxTx struct {
+	countTx
+	pubsub.Outbox
 }
 
 func (t countTx) TransitionChat(ctx context.Context, id string, tr store.Transition) (chat.Chat, error) {

@@ -34,9 +34,7 @@ func (e *Engine) expireActions(ctx context.Context) {
 }
 
 func (e *Engine) expireAction(ctx context.Context, id string) error {
-	var n events.Notice
-	err := e.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	err := e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
 		c, err := tx.LockChat(ctx, id)
 		if err != nil {
 			return err
@@ -68,6 +66,5 @@ func (e *Engine) expireAction(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("expire deadline of %s: %w", id, err)
 	}
-	n.Publish(ctx, e.ps, e.log)
 	return nil
 }

@@ -123,26 +123,20 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	}
 }
 
-// write runs fn in a transaction fenced by the run's lease, then publishes
-// what fn recorded. store.ErrLeaseLost means the chat is no longer ours.
+// write runs fn in a transaction fenced by the run's lease and announces
+// what fn recorded with the commit. store.ErrLeaseLost means the chat is no
+// longer ours.
 func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	var n events.Notice
-	err := r.e.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	return r.e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
 		queued, err := tx.Fence(ctx, r.lease)
 		if err != nil {
 			return err
 		}
 		r.queued = queued
-		return fn(ctx, tx, &n)
+		return fn(ctx, tx, n)
 	})
-	if err != nil {
-		return err
-	}
-	n.Publish(ctx, r.e.ps, r.log)
-	return nil
 }
 
 // transition ends a fenced write with a status change from running; ra is
@@ -264,6 +258,12 @@ func (r *run) handBack(msgs ...*chat.Message) error {
 		r.log.Error("hand chat back", "err", err)
 	}
 	return nil
+}
+
+// commit runs fn in a transaction and announces the notice fn recorded with
+// the commit (events.Commit).
+func (e *Engine) commit(ctx context.Context, fn func(tx store.Tx, n *events.Notice) error) error {
+	return events.Commit(ctx, e.st, e.ps, e.log, fn)
 }
 
 // announce publishes a notice built by fn.

@@ -84,9 +84,7 @@ func cleanTitle(s string) string {
 // setTitle replaces the chat's title if it is still fallback, and announces
 // the change. It is metadata, like a client's PATCH, so it takes no lease.
 func (e *Engine) setTitle(ctx context.Context, id, fallback, title string) error {
-	var n events.Notice
-	err := e.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	return e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
 		c, err := tx.LockChat(ctx, id)
 		if err != nil || c.Title != fallback {
 			return err
@@ -98,9 +96,4 @@ func (e *Engine) setTitle(ctx context.Context, id, fallback, title string) error
 		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: c})
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	n.Publish(ctx, e.ps, e.log)
-	return nil
 }

@@ -69,8 +69,21 @@ type audience interface{ HasSubscribers(topic string) bool }
 // on PostgreSQL). Failures are logged, never returned: the database already
 // holds the truth, and subscribers re-read it.
 func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger) {
-	if len(n.Feed) == 0 && len(n.Chat) == 0 && len(n.Control) == 0 && !n.Wake {
+	msgs := n.messages(ps)
+	if len(msgs) == 0 {
 		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	if err := ps.PublishBatch(ctx, msgs); err != nil {
+		log.Warn("events not published; subscribers re-read the database", "events", len(msgs), "err", err)
+	}
+}
+
+// messages encodes what was recorded, in order, for ps.
+func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
+	if len(n.Feed) == 0 && len(n.Chat) == 0 && len(n.Control) == 0 && !n.Wake {
+		return nil
 	}
 	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
 	aud, knows := ps.(audience)
@@ -92,12 +105,5 @@ func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger
 	if n.Wake && (!knows || aud.HasSubscribers(WorkTopic)) {
 		msgs = append(msgs, pubsub.Message{Topic: WorkTopic})
 	}
-	if len(msgs) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
-	if err := ps.PublishBatch(ctx, msgs); err != nil {
-		log.Warn("events not published; subscribers re-read the database", "events", len(msgs), "err", err)
-	}
+	return msgs
 }

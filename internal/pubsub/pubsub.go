@@ -30,6 +30,28 @@ type PubSub interface {
 	Close() error
 }
 
+// Outbox is a database transaction that can carry notifications: they are
+// sent with its commit (PostgreSQL's NOTIFY is transactional), so listeners
+// hear of a change exactly when it commits, in commit order, and never of a
+// change rolled back. The PostgreSQL store's transactions are outboxes.
+type Outbox interface {
+	// Notify queues a notification on channel, sent when the transaction
+	// commits.
+	Notify(channel, payload string)
+	// StorePayload stores, in the transaction, a payload too large for a
+	// notification (in the pubsub_payloads table) and returns its id.
+	StorePayload(ctx context.Context, payload []byte) (int64, error)
+}
+
+// Stager is a PubSub whose messages can travel in an Outbox.
+type Stager interface {
+	PubSub
+	// Stage queues msgs in ob for the other replicas and returns the
+	// function that delivers them to this replica's subscribers, to be
+	// called once the transaction has committed (and not if it rolled back).
+	Stage(ctx context.Context, ob Outbox, msgs []Message) (deliver func(), err error)
+}
+
 // Subscription is one subscriber's view of a topic.
 type Subscription interface {
 	// C delivers messages. It is closed when the subscription ends; Err then

@@ -14,12 +14,8 @@ import (
 // "cancelled" results for its open calls and waits, a pending chat waits. A
 // waiting or error chat is left as it is. It returns the chat.
 func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, error) {
-	var (
-		c chat.Chat
-		n events.Notice
-	)
-	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	var c chat.Chat
+	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -27,12 +23,12 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 		before := c.Status
 		switch c.Status {
 		case chat.Running:
-			if err := requestInterrupt(ctx, tx, id, &n); err != nil {
+			if err := requestInterrupt(ctx, tx, id, n); err != nil {
 				return err
 			}
 			c.InterruptRequested = true
 		case chat.RequiresAction, chat.Pending:
-			if err := CancelOpenCalls(ctx, tx, id, ReasonInterrupted, &n); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, ReasonInterrupted, n); err != nil {
 				return err
 			}
 			if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Waiting}); err != nil {
@@ -45,19 +41,14 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("interrupt chat %s: %w", id, err)
 	}
-	s.announce(ctx, n)
 	return c, nil
 }
 
 // Retry sets the owner's chat in error back to pending, so a worker continues
 // from the persisted history. A chat in any other status is a StatusError.
 func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error) {
-	var (
-		c chat.Chat
-		n events.Notice
-	)
-	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	var c chat.Chat
+	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -75,7 +66,6 @@ func (s *Service) Retry(ctx context.Context, owner, id string) (chat.Chat, error
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("retry chat %s: %w", id, err)
 	}
-	s.announce(ctx, n)
 	return c, nil
 }
 

@@ -45,8 +45,8 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 	if err != nil {
 		return chat.Chat{}, err
 	}
-	err = s.st.InTx(ctx, func(tx store.Tx) error {
-		cc := c // InTx may run fn again: start from the same values each time
+	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
+		cc := c // the transaction may run fn again: start from the same values each time
 		if err := tx.InsertChat(ctx, &cc); err != nil {
 			return err
 		}
@@ -57,15 +57,13 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 			}
 		}
 		c = cc
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindCreated, Chat: c})
+		n.Wake = c.Status == chat.Pending
 		return nil
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("create chat: %w", err)
 	}
-	s.announce(ctx, events.Notice{
-		Feed: []events.FeedEvent{{Kind: events.KindCreated, Chat: c}},
-		Wake: c.Status == chat.Pending,
-	})
 	return c, nil
 }
 

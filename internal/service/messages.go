@@ -44,12 +44,9 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 	if err != nil {
 		return PostResult{}, err
 	}
-	var (
-		res PostResult
-		n   events.Notice
-	)
-	err = s.st.InTx(ctx, func(tx store.Tx) error {
-		res, n = PostResult{}, events.Notice{}
+	var res PostResult
+	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
+		res = PostResult{}
 		c, err := lockOwned(ctx, tx, owner, id)
 		if err != nil {
 			return err
@@ -57,10 +54,10 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		before := c.Status
 		switch {
 		case !c.Status.Busy():
-			if _, err := PromoteQueued(ctx, tx, id, &n); err != nil {
+			if _, err := PromoteQueued(ctx, tx, id, n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts, &n); err != nil {
+			if res.Message, err = insertUser(ctx, tx, id, parts, n); err != nil {
 				return err
 			}
 			c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
@@ -76,15 +73,15 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 			}
 			res.Queued = &q
 			if busy == chat.BusyInterrupt {
-				if err := requestInterrupt(ctx, tx, id, &n); err != nil {
+				if err := requestInterrupt(ctx, tx, id, n); err != nil {
 					return err
 				}
 			}
 		default: // interrupt a pending or requires_action chat
-			if err := CancelOpenCalls(ctx, tx, id, ReasonNewMessage, &n); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, ReasonNewMessage, n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts, &n); err != nil {
+			if res.Message, err = insertUser(ctx, tx, id, parts, n); err != nil {
 				return err
 			}
 			if c.Status == chat.RequiresAction {
@@ -100,7 +97,6 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 	if err != nil {
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
-	s.announce(ctx, n)
 	return res, nil
 }
 

@@ -111,5 +111,8 @@ func lockOwned(ctx context.Context, tx store.Tx, owner, id string) (chat.Chat, e
 	return c, nil
 }
 
-// announce publishes a committed change's notice.
-func (s *Service) announce(ctx context.Context, n events.Notice) { n.Publish(ctx, s.ps, s.log) }
+// write runs fn in a transaction and announces the notice fn recorded with
+// the commit (events.Commit).
+func (s *Service) write(ctx context.Context, fn func(tx store.Tx, n *events.Notice) error) error {
+	return events.Commit(ctx, s.st, s.ps, s.log, fn)
+}

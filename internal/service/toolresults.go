@@ -46,12 +46,8 @@ func (e *ToolResultsError) Error() string {
 // submission wins, every later or concurrent one finds the chat in another
 // status (StatusError, 409). The ids must match the pending calls exactly.
 func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, results []ToolResult) (chat.Chat, error) {
-	var (
-		c chat.Chat
-		n events.Notice
-	)
-	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	var c chat.Chat
+	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -87,7 +83,6 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("submit tool results to %s: %w", id, err)
 	}
-	s.announce(ctx, n)
 	return c, nil
 }
 

@@ -32,12 +32,8 @@ func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch)
 			return chat.Chat{}, err
 		}
 	}
-	var (
-		c chat.Chat
-		n events.Notice
-	)
-	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		n = events.Notice{}
+	var c chat.Chat
+	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
@@ -70,24 +66,25 @@ func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch)
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
-	s.announce(ctx, n)
 	return c, nil
 }
 
 // DeleteChat removes the owner's chat with its messages, and announces it
 // with a deleted event carrying the chat as it was.
 func (s *Service) DeleteChat(ctx context.Context, owner, id string) error {
-	var c chat.Chat
-	err := s.st.InTx(ctx, func(tx store.Tx) error {
-		var err error
-		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
+	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
+		c, err := lockOwned(ctx, tx, owner, id)
+		if err != nil {
 			return err
 		}
-		return tx.DeleteChat(ctx, id)
+		if err := tx.DeleteChat(ctx, id); err != nil {
+			return err
+		}
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindDeleted, Chat: c})
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
-	s.announce(ctx, events.Notice{Feed: []events.FeedEvent{{Kind: events.KindDeleted, Chat: c}}})
 	return nil
 }

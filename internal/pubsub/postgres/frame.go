@@ -31,9 +31,20 @@ type frame struct {
 	Ref int64 `json:"r,omitempty"`
 }
 
+// storeFunc stores a payload too large to be sent inline and returns its
+// pubsub_payloads id.
+type storeFunc func(ctx context.Context, payload []byte) (int64, error)
+
+// storePayload stores a payload on a connection of the pool.
+func (p *PubSub) storePayload(ctx context.Context, payload []byte) (int64, error) {
+	var id int64
+	err := p.pool.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
+	return id, err
+}
+
 // notification returns the text to notify for a message, storing the payload
-// in pubsub_payloads first if it is too large to be sent inline.
-func (p *PubSub) notification(ctx context.Context, topic string, payload []byte) (string, error) {
+// with store first if it is too large to be sent inline.
+func (p *PubSub) notification(ctx context.Context, topic string, payload []byte, store storeFunc) (string, error) {
 	f := frame{Origin: p.origin, Topic: []byte(topic), Payload: payload}
 	// A payload whose base64 alone is over the limit needs no trial encoding.
 	if base64.StdEncoding.EncodedLen(len(payload)) <= notifyLimit {
@@ -45,9 +56,8 @@ func (p *PubSub) notification(ctx context.Context, topic string, payload []byte)
 			return string(b), nil
 		}
 	}
-	err := p.pool.QueryRow(ctx,
-		"INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&f.Ref)
-	if err != nil {
+	var err error
+	if f.Ref, err = store(ctx, payload); err != nil {
 		return "", fmt.Errorf("store large payload (%d bytes): %w", len(payload), err)
 	}
 	f.Payload = nil

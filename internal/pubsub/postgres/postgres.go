@@ -45,7 +45,7 @@ type PubSub struct {
 	closeOnce sync.Once
 }
 
-var _ pubsub.PubSub = (*PubSub)(nil)
+var _ pubsub.Stager = (*PubSub)(nil)
 
 // Option configures New.
 type Option func(*options)
@@ -133,47 +133,71 @@ func New(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, opts ...Opti
 // Publish delivers payload to this replica's subscribers at once and
 // notifies the other replicas. Payloads of any size are carried intact.
 func (p *PubSub) Publish(ctx context.Context, topic string, payload []byte) error {
-	if len(topic) > maxTopicLen {
-		return fmt.Errorf("publish: topic of %d bytes is longer than %d", len(topic), maxTopicLen)
-	}
-	if err := p.hub.Publish(topic, payload); err != nil {
-		return fmt.Errorf("publish on %q: %w", topic, err)
-	}
-	note, err := p.notification(ctx, topic, payload)
-	if err != nil {
-		return fmt.Errorf("publish on %q: %w", topic, err)
-	}
-	if _, err := p.pool.Exec(ctx, "SELECT pg_notify($1, $2)", p.opts.channel, note); err != nil {
-		return fmt.Errorf("publish on %q: notify: %w", topic, err)
-	}
-	return nil
+	return p.PublishBatch(ctx, []pubsub.Message{{Topic: topic, Payload: payload}})
 }
 
 // PublishBatch delivers msgs to this replica's subscribers at once and
 // notifies the other replicas of all of them in one statement (one round
 // trip, unless payloads are large enough to be stored by reference).
 func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error {
-	notes := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if len(m.Topic) > maxTopicLen {
-			return fmt.Errorf("publish: topic of %d bytes is longer than %d", len(m.Topic), maxTopicLen)
-		}
-		if err := p.hub.Publish(m.Topic, m.Payload); err != nil {
-			return fmt.Errorf("publish on %q: %w", m.Topic, err)
-		}
-		note, err := p.notification(ctx, m.Topic, m.Payload)
-		if err != nil {
-			return fmt.Errorf("publish on %q: %w", m.Topic, err)
-		}
-		notes = append(notes, note)
-	}
-	if len(notes) == 0 {
+	if len(msgs) == 0 {
 		return nil
 	}
-	_, err := p.pool.Exec(ctx, `SELECT pg_notify($1, n) FROM unnest($2::text[]) WITH ORDINALITY AS t(n, i) ORDER BY i`,
+	notes, err := p.notifications(ctx, msgs, p.storePayload)
+	if err != nil {
+		return err
+	}
+	if err := p.deliver(msgs); err != nil {
+		return err
+	}
+	_, err = p.pool.Exec(ctx, `SELECT pg_notify($1, n) FROM unnest($2::text[]) WITH ORDINALITY AS t(n, i) ORDER BY i`,
 		p.opts.channel, notes)
 	if err != nil {
 		return fmt.Errorf("publish %d messages: notify: %w", len(notes), err)
+	}
+	return nil
+}
+
+// Stage queues msgs in the transaction ob, which notifies the other
+// replicas when it commits, and returns the function that delivers them to
+// this replica's subscribers after the commit. Large payloads are stored in
+// the transaction too.
+func (p *PubSub) Stage(ctx context.Context, ob pubsub.Outbox, msgs []pubsub.Message) (deliver func(), err error) {
+	notes, err := p.notifications(ctx, msgs, ob.StorePayload)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		ob.Notify(p.opts.channel, n)
+	}
+	// After a Close there is nobody left to deliver to.
+	return func() { _ = p.deliver(msgs) }, nil
+}
+
+// notifications returns the notification texts of msgs, storing large
+// payloads with store.
+func (p *PubSub) notifications(ctx context.Context, msgs []pubsub.Message, store storeFunc) ([]string, error) {
+	notes := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if len(m.Topic) > maxTopicLen {
+			return nil, fmt.Errorf("publish: topic of %d bytes is longer than %d", len(m.Topic), maxTopicLen)
+		}
+		note, err := p.notification(ctx, m.Topic, m.Payload, store)
+		if err != nil {
+			return nil, fmt.Errorf("publish on %q: %w", m.Topic, err)
+		}
+		notes = append(notes, note)
+	}
+	return notes, nil
+}
+
+// deliver hands msgs to this replica's subscribers (their echo from the
+// database is ignored); it fails once the PubSub is closed.
+func (p *PubSub) deliver(msgs []pubsub.Message) error {
+	for _, m := range msgs {
+		if err := p.hub.Publish(m.Topic, m.Payload); err != nil {
+			return fmt.Errorf("publish on %q: %w", m.Topic, err)
+		}
 	}
 	return nil
 }

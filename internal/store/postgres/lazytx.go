@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -10,13 +11,18 @@ import (
 )
 
 // lazyTx is a transaction whose BEGIN travels in one round trip with its
-// first statement (a batch of the two), instead of a round trip of its own:
-// a worker's write is a handful of statements, so that is a good share of
-// its latency.
+// first statement (a batch of the two), and whose notifications travel with
+// its COMMIT, instead of round trips of their own: a worker's write is a
+// handful of statements, so that is a good share of its latency.
 type lazyTx struct {
 	conn  *pgxpool.Conn
 	begun bool
+	// Notifications queued for the commit: channels[i] gets payloads[i].
+	channels, payloads []string
 }
+
+// notifySQL sends queued notifications in their order.
+const notifySQL = `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(c, p, i) ORDER BY i`
 
 var _ querier = (*lazyTx)(nil)
 
@@ -70,18 +76,58 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return lazyRow{rows: rows, err: err}
 }
 
-// end commits (or rolls back) the transaction, if it ever began.
-func (t *lazyTx) end(ctx context.Context, commit bool) error {
+// notify queues a notification for the commit.
+func (t *lazyTx) notify(channel, payload string) {
+	t.channels = append(t.channels, channel)
+	t.payloads = append(t.payloads, payload)
+}
+
+// rollback rolls the transaction back, if it ever began; its notifications
+// are dropped.
+func (t *lazyTx) rollback(ctx context.Context) error {
+	t.channels, t.payloads = nil, nil
 	if !t.begun {
 		return nil
 	}
 	t.begun = false
-	sql := "ROLLBACK"
-	if commit {
-		sql = "COMMIT"
-	}
-	_, err := t.conn.Exec(ctx, sql)
+	_, err := t.conn.Exec(ctx, "ROLLBACK")
 	return err
+}
+
+// commit sends the queued notifications and COMMIT in one round trip. A
+// transaction that ran no statement has nothing to commit, but its
+// notifications are still sent.
+func (t *lazyTx) commit(ctx context.Context) error {
+	b := &pgx.Batch{}
+	if len(t.channels) > 0 {
+		b.Queue(notifySQL, t.channels, t.payloads)
+	}
+	if t.begun {
+		b.Queue("COMMIT")
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	br := t.conn.SendBatch(ctx, b)
+	defer br.Close()
+	if len(t.channels) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify: %w", err) // the transaction is left to roll back
+		}
+		t.channels, t.payloads = nil, nil
+	}
+	if !t.begun {
+		return nil
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return err
+	}
+	t.begun = false
+	if tag.String() == "ROLLBACK" { // a statement failed and fn went on
+		return errors.New("the transaction was rolled back: a statement in it failed")
+	}
+	return nil
 }
 
 // batchRows closes its batch when its rows are closed.

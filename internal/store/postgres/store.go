@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -101,18 +102,18 @@ func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
 		// The rollback must happen even when ctx is what failed fn.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return t.end(ctx, false)
+		return t.rollback(ctx)
 	}
 	// Should fn panic, this ends the transaction; after a commit or a
 	// rollback it does nothing.
 	defer rollback()
-	if err := fn(&tx{reader{q: t}}); err != nil {
+	if err := fn(&tx{reader: reader{q: t}, lazy: t}); err != nil {
 		if rbErr := rollback(); rbErr != nil {
 			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
 		}
 		return err
 	}
-	if err := t.end(ctx, true); err != nil {
+	if err := t.commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -135,7 +136,28 @@ type querier interface {
 // reader runs the store.Reader queries on the pool or inside a transaction.
 type reader struct{ q querier }
 
-// tx is the store.Tx of one InTx attempt.
-type tx struct{ reader }
+// tx is the store.Tx of one InTx attempt. It is a pubsub.Outbox: the
+// notifications queued in it are sent with its COMMIT.
+type tx struct {
+	reader
+	lazy *lazyTx
+}
 
-var _ store.Tx = (*tx)(nil)
+var (
+	_ store.Tx      = (*tx)(nil)
+	_ pubsub.Outbox = (*tx)(nil)
+)
+
+// Notify queues a notification sent when the transaction commits.
+func (t *tx) Notify(channel, payload string) { t.lazy.notify(channel, payload) }
+
+// StorePayload stores a payload too large for a notification in the
+// pubsub_payloads table, within the transaction.
+func (t *tx) StorePayload(ctx context.Context, payload []byte) (int64, error) {
+	var id int64
+	err := t.q.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store notification payload (%d bytes): %w", len(payload), err)
+	}
+	return id, nil
+}

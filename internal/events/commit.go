@@ -1,0 +1,61 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Commit runs fn in a transaction of st and announces the Notice fn
+// recorded (fn gets it empty on every attempt). Where the transaction is a
+// pubsub.Outbox and ps a pubsub.Stager (PostgreSQL), the notifications go
+// out with the commit itself: other replicas hear of the change exactly when
+// it commits, in commit order, and no round trip is spent on them. Elsewhere
+// they are published right after the commit. Either way this replica's
+// subscribers get them after the commit.
+func Commit(ctx context.Context, st store.Store, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
+	var (
+		n       Notice
+		deliver func()
+	)
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		n, deliver = Notice{}, nil
+		if err := fn(tx, &n); err != nil {
+			return err
+		}
+		deliver = n.stage(ctx, tx, ps, log)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if deliver != nil {
+		deliver()
+	} else {
+		n.Publish(ctx, ps, log)
+	}
+	return nil
+}
+
+// stage queues the notice's messages in tx when tx and ps allow it, and
+// returns their local delivery; nil means publish after the commit instead
+// (a failure to stage is logged, and the write goes on).
+func (n *Notice) stage(ctx context.Context, tx store.Tx, ps pubsub.PubSub, log *slog.Logger) func() {
+	ob, isOutbox := tx.(pubsub.Outbox)
+	st, isStager := ps.(pubsub.Stager)
+	if !isOutbox || !isStager {
+		return nil
+	}
+	msgs := n.messages(ps)
+	if len(msgs) == 0 {
+		return func() {}
+	}
+	deliver, err := st.Stage(ctx, ob, msgs)
+	if err != nil {
+		log.Warn("events not staged in the transaction; publishing them after the commit", "events", len(msgs), "err", err)
+		return nil
+	}
+	return deliver
+}
