@@ -23,6 +23,8 @@ const (
 // frame is the JSON text of one notification. Topic and payload are bytes,
 // which JSON carries as base64, so any value is valid NOTIFY text.
 type frame struct {
+	// Origin must stay the first field: a replica knows its own
+	// notifications by their first bytes (PubSub.ownPrefix).
 	Origin  string `json:"o"`
 	Topic   []byte `json:"t"`
 	Payload []byte `json:"p,omitempty"`
@@ -41,6 +43,9 @@ func (p *PubSub) storePayload(ctx context.Context, payload []byte) (int64, error
 	err := p.pool.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
 	return id, err
 }
+
+// framePrefix is how the text of every frame from origin begins.
+func framePrefix(origin string) string { return `{"o":"` + origin + `",` }
 
 // notification returns the text to notify for a message, storing the payload
 // with store first if it is too large to be sent inline.

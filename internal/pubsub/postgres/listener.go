@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,6 +104,9 @@ func (p *PubSub) reconnect(ctx context.Context) *pgx.Conn {
 // dispatch delivers one notification to the local subscribers of its topic.
 // A message that cannot be delivered becomes a Missed marker, never nothing.
 func (p *PubSub) dispatch(ctx context.Context, n *pgconn.Notification) {
+	if strings.HasPrefix(n.Payload, p.ownPrefix) {
+		return // our own, delivered locally when published: skip decoding it
+	}
 	var f frame
 	if err := json.Unmarshal([]byte(n.Payload), &f); err != nil || f.Origin == "" {
 		p.log.Warn("pubsub: malformed notification; telling every subscriber it may have missed messages",

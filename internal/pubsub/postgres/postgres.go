@@ -37,6 +37,9 @@ type PubSub struct {
 	log    *slog.Logger
 	opts   options
 	origin string // tells this instance's notifications from others'
+	// ownPrefix starts the text of every notification this instance sends
+	// (frame's first field is its origin).
+	ownPrefix string
 	listen *pgx.ConnConfig
 	hub    *pubsub.Hub
 
@@ -110,13 +113,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, opts ...Opti
 		listen.RuntimeParams = make(map[string]string)
 	}
 	listen.RuntimeParams["application_name"] = o.applicationName
+	origin := rand.Text() // base32: needs no escaping in JSON
 	p := &PubSub{
-		pool:   pool,
-		log:    log.With("component", "pubsub", "channel", o.channel),
-		opts:   o,
-		origin: rand.Text(),
-		listen: listen,
-		hub:    pubsub.NewHub(o.bufferSize),
+		pool:      pool,
+		log:       log.With("component", "pubsub", "channel", o.channel),
+		opts:      o,
+		origin:    origin,
+		ownPrefix: framePrefix(origin),
+		listen:    listen,
+		hub:       pubsub.NewHub(o.bufferSize),
 	}
 	conn, err := p.connect(ctx)
 	if err != nil {

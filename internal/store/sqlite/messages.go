@@ -81,6 +81,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
 	}
+	// The foreign key refuses a message of an unknown chat (ErrNotFound).
 	now := dbutil.Now()
 	if m.Usage != nil {
 		res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
@@ -90,22 +91,16 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		if err := oneRow(res, err); err != nil {
 			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
 		}
+	}
+	if m.ID != 0 { // reserved: nothing to read back
+		_, err = t.q.ExecContext(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`,
+			m.ID, m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now))
 	} else {
-		var exists bool
-		if err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chats WHERE id = ?)`, m.ChatID).Scan(&exists); err != nil {
-			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
-		}
-		if !exists {
-			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, store.ErrNotFound)
-		}
+		err = t.q.QueryRowContext(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at)
+			VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now)).Scan(&m.ID)
 	}
-	var id any // NULL: the next id
-	if m.ID != 0 {
-		id = m.ID
-	}
-	err = t.q.QueryRowContext(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-		id, m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now)).Scan(&m.ID)
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -207,12 +208,18 @@ func testMessageUsage(t *testing.T, open opener) {
 
 func testMessageUnknownChat(t *testing.T, open opener) {
 	s := open(t)
-	for _, u := range []*chat.Usage{nil, {InputTokens: 1}} {
-		err := txErr(t, s, func(tx store.Tx) error {
-			m := chat.Message{ChatID: "missing", Role: chat.RoleUser, Usage: u, Parts: []chat.Part{chat.TextPart("x")}}
-			return tx.InsertMessage(t.Context(), &m)
-		})
-		wantErr(t, "InsertMessage into a missing chat", err, store.ErrNotFound)
+	ids, err := s.ReserveMessageIDs(t.Context(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []*chat.Usage{nil, {InputTokens: 1}} {
+		for _, id := range []int64{0, ids[i]} { // a new id, and a reserved one
+			err := txErr(t, s, func(tx store.Tx) error {
+				m := chat.Message{ID: id, ChatID: "missing", Role: chat.RoleUser, Usage: u, Parts: []chat.Part{chat.TextPart("x")}}
+				return tx.InsertMessage(t.Context(), &m)
+			})
+			wantErr(t, fmt.Sprintf("InsertMessage (id %d, usage %v) into a missing chat", id, u), err, store.ErrNotFound)
+		}
 	}
 }
 

@@ -102,14 +102,19 @@ func EncodeNullable[T any](v *T) ([]byte, error) {
 // DecodeChat fills c's JSON fields from their columns; a NULL or empty
 // last_error leaves LastError nil, and nil tools or labels become empty.
 func DecodeChat(c *chat.Chat, tools, labels, lastError []byte) error {
-	if err := json.Unmarshal(tools, &c.DynamicTools); err != nil {
-		return fmt.Errorf("decode dynamic_tools of chat %s: %w", c.ID, err)
+	// Most chats have neither: skip the decoder for the empty values.
+	if string(tools) != "[]" {
+		if err := json.Unmarshal(tools, &c.DynamicTools); err != nil {
+			return fmt.Errorf("decode dynamic_tools of chat %s: %w", c.ID, err)
+		}
 	}
 	if c.DynamicTools == nil {
 		c.DynamicTools = []chat.DynamicTool{}
 	}
-	if err := json.Unmarshal(labels, &c.Labels); err != nil {
-		return fmt.Errorf("decode labels of chat %s: %w", c.ID, err)
+	if string(labels) != "{}" {
+		if err := json.Unmarshal(labels, &c.Labels); err != nil {
+			return fmt.Errorf("decode labels of chat %s: %w", c.ID, err)
+		}
 	}
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
