@@ -40,8 +40,8 @@ type PubSub struct {
 	// ownPrefix starts the text of every notification this instance sends
 	// (frame's first field is its origin).
 	ownPrefix string
-	listen *pgx.ConnConfig
-	hub    *pubsub.Hub
+	listen    *pgx.ConnConfig
+	hub       *pubsub.Hub
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
