@@ -145,8 +145,10 @@ type Tx interface {
 
 	// InsertMessage appends a message; it sets ID (greater than every earlier
 	// message id of the chat) unless m.ID holds an id from ReserveMessageIDs,
-	// and CreatedAt. Usage, when set, is added to the
-	// chat's usage totals.
+	// and CreatedAt. Usage, when set, is added to the chat's usage totals.
+	// ErrNotFound if the chat does not exist. With a reserved id a store may
+	// send the insert together with the transaction's next statement, which
+	// (or the commit) then reports its failure.
 	InsertMessage(ctx context.Context, m *chat.Message) error
 	// InsertQueued appends a queued message; it sets ID and CreatedAt.
 	InsertQueued(ctx context.Context, q *chat.QueuedMessage) error

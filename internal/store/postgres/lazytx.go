@@ -10,15 +10,28 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// lazyTx is a transaction whose BEGIN travels in one round trip with its
-// first statement (a batch of the two), and whose notifications travel with
-// its COMMIT, instead of round trips of their own: a worker's write is a
-// handful of statements, so that is a good share of its latency.
+// lazyTx is a transaction that spends as few round trips as it can: its
+// BEGIN travels with its first statement, a statement whose caller needs no
+// answer right away (deferExec) travels with the next one that does, and
+// its notifications and deferred statements travel with its COMMIT. A
+// worker's write is a handful of statements, so round trips are a good
+// share of its cost. A deferred statement's failure is reported by the
+// statement (or the commit) it travelled with.
 type lazyTx struct {
 	conn  *pgxpool.Conn
 	begun bool
+	// Statements waiting for the next round trip, in order.
+	deferred []deferred
 	// Notifications queued for the commit: channels[i] gets payloads[i].
 	channels, payloads []string
+}
+
+// deferred is a statement sent later; check turns its outcome into the
+// error its caller would have got.
+type deferred struct {
+	sql   string
+	args  []any
+	check func(pgconn.CommandTag, error) error
 }
 
 // notifySQL sends queued notifications in their order.
@@ -26,25 +39,51 @@ const notifySQL = `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) WI
 
 var _ querier = (*lazyTx)(nil)
 
-// first sends BEGIN and the transaction's first statement together.
-func (t *lazyTx) first(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
-	t.begun = true
+// deferExec queues a statement to travel with the transaction's next round
+// trip; check reports its failure there.
+func (t *lazyTx) deferExec(check func(pgconn.CommandTag, error) error, sql string, args ...any) {
+	t.deferred = append(t.deferred, deferred{sql: sql, args: args, check: check})
+}
+
+// send sends what waits (BEGIN, deferred statements) and then sql, in one
+// batch, and returns the batch positioned at sql's result. The caller
+// closes it.
+func (t *lazyTx) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(sql, args...)
+	begin := !t.begun
+	if begin {
+		b.Queue("BEGIN")
+	}
+	waiting := t.deferred
+	t.deferred = nil
+	for _, d := range waiting {
+		b.Queue(d.sql, d.args...)
+	}
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	t.begun = true
 	br := t.conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, fmt.Errorf("begin transaction: %w", err)
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, fmt.Errorf("begin transaction: %w", err)
+		}
+	}
+	for _, d := range waiting {
+		if err := d.check(br.Exec()); err != nil {
+			br.Close()
+			return nil, err
+		}
 	}
 	return br, nil
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
+	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
-	br, err := t.first(ctx, sql, args)
+	br, err := t.send(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -53,10 +92,10 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.begun {
+	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Query(ctx, sql, args...)
 	}
-	br, err := t.first(ctx, sql, args)
+	br, err := t.send(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +108,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
+	if t.begun && len(t.deferred) == 0 {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
 	rows, err := t.Query(ctx, sql, args...)
@@ -82,10 +121,10 @@ func (t *lazyTx) notify(channel, payload string) {
 	t.payloads = append(t.payloads, payload)
 }
 
-// rollback rolls the transaction back, if it ever began; its notifications
-// are dropped.
+// rollback rolls the transaction back, if it ever began; its deferred
+// statements and notifications are dropped.
 func (t *lazyTx) rollback(ctx context.Context) error {
-	t.channels, t.payloads = nil, nil
+	t.deferred, t.channels, t.payloads = nil, nil, nil
 	if !t.begun {
 		return nil
 	}
@@ -94,31 +133,34 @@ func (t *lazyTx) rollback(ctx context.Context) error {
 	return err
 }
 
-// commit sends the queued notifications and COMMIT in one round trip. A
-// transaction that ran no statement has nothing to commit, but its
-// notifications are still sent.
+// commit sends the deferred statements, the queued notifications and COMMIT
+// in one round trip. A transaction that ran no statement has nothing to
+// commit, but its notifications are still sent.
 func (t *lazyTx) commit(ctx context.Context) error {
-	b := &pgx.Batch{}
 	if len(t.channels) > 0 {
-		b.Queue(notifySQL, t.channels, t.payloads)
-	}
-	if t.begun {
-		b.Queue("COMMIT")
-	}
-	if b.Len() == 0 {
-		return nil
-	}
-	br := t.conn.SendBatch(ctx, b)
-	defer br.Close()
-	if len(t.channels) > 0 {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("notify: %w", err) // the transaction is left to roll back
-		}
+		t.deferExec(func(_ pgconn.CommandTag, err error) error {
+			if err != nil {
+				return fmt.Errorf("notify: %w", err)
+			}
+			return nil
+		}, notifySQL, t.channels, t.payloads)
 		t.channels, t.payloads = nil, nil
 	}
-	if !t.begun {
+	switch {
+	case t.begun || len(t.deferred) > 1:
+		// COMMIT after BEGIN (send adds it when the transaction has not begun).
+	case len(t.deferred) == 1: // one statement alone is a transaction of its own
+		d := t.deferred[0]
+		t.deferred = nil
+		return d.check(t.conn.Exec(ctx, d.sql, d.args...))
+	default:
 		return nil
 	}
+	br, err := t.send(ctx, "COMMIT", nil)
+	if err != nil {
+		return err // the transaction is left to roll back
+	}
+	defer br.Close()
 	tag, err := br.Exec()
 	if err != nil {
 		return err

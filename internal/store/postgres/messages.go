@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -106,22 +108,39 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	if m.Usage != nil {
 		u = *m.Usage
 	}
-	err = t.q.QueryRow(ctx, `WITH c AS (
+	const insert = `WITH c AS (
 			UPDATE chats SET usage_input_tokens = usage_input_tokens + $6,
 				usage_output_tokens = usage_output_tokens + $7, usage_cost_micros = usage_cost_micros + $8,
 				updated_at = CASE WHEN $9 THEN $5 ELSE updated_at END
 			WHERE id = $2 RETURNING id)
 		INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
-		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $10, $5 FROM c
-		RETURNING id`,
-		id, m.ChatID, string(m.Role), parts, now, u.InputTokens, u.OutputTokens, u.CostMicros, m.Usage != nil, usage).Scan(&m.ID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, store.ErrNotFound)
-	}
-	if err != nil {
+		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $10, $5 FROM c`
+	args := []any{id, m.ChatID, string(m.Role), parts, now, u.InputTokens, u.OutputTokens, u.CostMicros, m.Usage != nil, usage}
+	failed := func(err error) error {
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = store.ErrNotFound
+		}
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}
 	m.CreatedAt = now
+	if m.ID != 0 {
+		// The id is known: nothing to wait for, so the insert travels with
+		// the transaction's next round trip.
+		t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
+			if err == nil && tag.RowsAffected() == 0 {
+				err = pgx.ErrNoRows // no such chat: the CTE updated nothing
+			}
+			if err != nil {
+				return failed(err)
+			}
+			return nil
+		}, insert, args...)
+		return nil
+	}
+	if err := t.q.QueryRow(ctx, insert+` RETURNING id`, args...).Scan(&m.ID); err != nil {
+		m.CreatedAt = time.Time{}
+		return failed(err)
+	}
 	return nil
 }
 
