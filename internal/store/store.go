@@ -100,6 +100,11 @@ type Reader interface {
 	// ListMessages returns up to limit messages of a chat with id > after, in
 	// id order.
 	ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
+	// FirstMessages returns up to limit of the first messages (in id order)
+	// of each chat of chatIDs, in one query: the histories of a batch of
+	// chats a worker just acquired. A chat without messages, or unknown, is
+	// absent from the map. At most MaxPageSize chats and limit.
+	FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error)
 	// ListQueued returns the chat's queued messages in arrival order.
 	ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error)
 

@@ -19,8 +19,36 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 	if err != nil {
 		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
 	}
-	defer rows.Close()
 	msgs := []chat.Message{}
+	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	if err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	return msgs, nil
+}
+
+func (r reader) FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error) {
+	if _, err := dbutil.CheckFirstMessages(chatIDs, limit); err != nil {
+		return nil, err
+	}
+	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at
+		FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
+			SELECT id, chat_id, role, parts, usage, created_at FROM messages
+			WHERE chat_id = c.id ORDER BY id LIMIT $2) m`, chatIDs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+	}
+	byChat := map[string][]chat.Message{}
+	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
+	if err != nil {
+		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+	}
+	return byChat, nil
+}
+
+// scanMessages reads and closes rows of messages, calling fn with each.
+func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			m            chat.Message
@@ -28,22 +56,20 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 			parts, usage []byte
 		)
 		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt); err != nil {
-			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+			return err
 		}
 		m.Role = chat.Role(role)
 		m.CreatedAt = m.CreatedAt.UTC()
+		var err error
 		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+			return fmt.Errorf("message %d: %w", m.ID, err)
 		}
 		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+			return fmt.Errorf("message %d: %w", m.ID, err)
 		}
-		msgs = append(msgs, m)
+		fn(m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
-	}
-	return msgs, nil
+	return rows.Err()
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {

@@ -17,8 +17,43 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 	if err != nil {
 		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
 	}
-	defer rows.Close()
 	msgs := []chat.Message{}
+	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	if err != nil {
+		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+	}
+	return msgs, nil
+}
+
+func (r reader) FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error) {
+	ids, err := dbutil.CheckFirstMessages(chatIDs, limit)
+	if err != nil {
+		return nil, err
+	}
+	// Each chat's cut-off (its limit-th message id) is found first, on the
+	// (chat_id, id) index; MATERIALIZED keeps SQLite from re-running that
+	// lookup for every message.
+	rows, err := r.q.QueryContext(ctx, `WITH c AS MATERIALIZED (
+			SELECT value AS chat_id, coalesce((SELECT id FROM messages WHERE chat_id = value
+				ORDER BY id LIMIT 1 OFFSET ?), 9223372036854775807) AS last
+			FROM json_each(?))
+		SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at
+		FROM c JOIN messages m ON m.chat_id = c.chat_id AND m.id <= c.last
+		ORDER BY m.chat_id, m.id`, limit-1, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+	}
+	byChat := map[string][]chat.Message{}
+	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
+	if err != nil {
+		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+	}
+	return byChat, nil
+}
+
+// scanMessages reads and closes rows of messages, calling fn with each.
+func scanMessages(rows *sql.Rows, fn func(chat.Message)) error {
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			m            chat.Message
@@ -26,21 +61,19 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 			created      int64
 		)
 		if err := rows.Scan(&m.ID, &m.ChatID, &m.Role, &parts, &usage, &created); err != nil {
-			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+			return err
 		}
+		var err error
 		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+			return fmt.Errorf("message %d: %w", m.ID, err)
 		}
 		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
-			return nil, fmt.Errorf("message %d: %w", m.ID, err)
+			return fmt.Errorf("message %d: %w", m.ID, err)
 		}
 		m.CreatedAt = dbutil.FromMicros(created)
-		msgs = append(msgs, m)
+		fn(m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
-	}
-	return msgs, nil
+	return rows.Err()
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {

@@ -17,6 +17,7 @@ var messageTests = map[string]func(*testing.T, opener){
 	"UsageAddsToChat":        testMessageUsage,
 	"UnknownChat":            testMessageUnknownChat,
 	"ReservedID":             testReservedMessageID,
+	"FirstMessagesOfChats":   testFirstMessages,
 }
 
 var queuedTests = map[string]func(*testing.T, opener){
@@ -311,5 +312,42 @@ func testReservedMessageID(t *testing.T, open opener) {
 	msgs := listMessages(t, s, c.ID, 0, 10)
 	if len(msgs) != 3 || msgs[1].ID != id || msgs[1].Parts[0].Text != "reserved" {
 		t.Fatalf("history %+v", msgs)
+	}
+}
+
+// testFirstMessages: one call returns each asked chat's first messages, in
+// id order and cut at the limit, the same messages ListMessages returns;
+// chats without messages, unknown chats and chats not asked for are absent.
+func testFirstMessages(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	long, short, empty, other := addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{})
+	for i := range 5 {
+		// Interleaved, so a chat's ids are not consecutive.
+		appendMessage(t, s, textMessage(long.ID, fmt.Sprint("long ", i)))
+		if i < 2 {
+			appendMessage(t, s, textMessage(short.ID, fmt.Sprint("short ", i)))
+		}
+		appendMessage(t, s, textMessage(other.ID, fmt.Sprint("other ", i)))
+	}
+	got, err := s.FirstMessages(t.Context(), []string{long.ID, short.ID, empty.ID, "unknown"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]chat.Message{
+		long.ID:  listMessages(t, s, long.ID, 0, 3),
+		short.ID: listMessages(t, s, short.ID, 0, 0),
+	}
+	wantEqual(t, "first messages", got, want)
+	if len(want[long.ID]) != 3 || len(want[short.ID]) != 2 {
+		t.Fatalf("listed %d and %d messages, want 3 and 2", len(want[long.ID]), len(want[short.ID]))
+	}
+	for _, bad := range []struct {
+		ids   []string
+		limit int
+	}{{nil, 3}, {[]string{long.ID}, 0}, {[]string{long.ID}, store.MaxPageSize + 1}} {
+		if _, err := s.FirstMessages(t.Context(), bad.ids, bad.limit); err == nil {
+			t.Errorf("FirstMessages(%q, %d) succeeded", bad.ids, bad.limit)
+		}
 	}
 }

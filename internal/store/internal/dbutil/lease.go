@@ -1,6 +1,7 @@
 package dbutil
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -89,3 +90,13 @@ func CheckReserve(n int) error {
 // HasQueuedColumn is the column a fence selects: whether messages wait in
 // the chat's queue.
 const HasQueuedColumn = `EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)`
+
+// CheckFirstMessages checks a FirstMessages call: 1..MaxPageSize chats and a
+// limit of 1..MaxPageSize. It returns the ids as a JSON array, as SQLite's
+// json_each takes them.
+func CheckFirstMessages(chatIDs []string, limit int) ([]byte, error) {
+	if len(chatIDs) < 1 || len(chatIDs) > store.MaxPageSize || limit < 1 || limit > store.MaxPageSize {
+		return nil, fmt.Errorf("first messages: %d chats and a limit of %d; both must be in 1..%d", len(chatIDs), limit, store.MaxPageSize)
+	}
+	return json.Marshal(chatIDs)
+}
