@@ -33,6 +33,12 @@ const maxHeldDeltas = 10000
 // live events. Live events are subscribed to before anything is read, so
 // nothing falls between the reads and the live feed; duplicates are dropped
 // by message id and delta sequence.
+//
+// A run's deltas cross replicas only once some stream has asked its worker
+// for a snapshot, so a stream asks whenever a run is under way: when it
+// joins a running chat (holding live deltas until the snapshot), and when it
+// sees the chat start running (in-order deltas flow meanwhile; the gap logic
+// holds any that would leave a hole).
 func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error {
 	id, err := chatID(r)
 	if err != nil {
@@ -69,11 +75,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 	}
 	var waitSnapshot <-chan time.Time
 	if c.Status == chat.Running {
-		st.nonce = uuid.NewString()
-		ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: st.nonce})
-		if err := a.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
-			a.log.Warn("stream: snapshot request not published", "chat", id, "err", err)
-		}
+		st.nonce = a.askSnapshot(ctx, id)
 		t := time.NewTimer(snapshotWait)
 		defer t.Stop()
 		waitSnapshot = t.C
@@ -104,6 +106,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 				a.log.Warn("stream: dropping a malformed event", "chat", id, "err", err)
 				continue
 			}
+			if st.startedRunning(ev) {
+				st.nonce = a.askSnapshot(ctx, id)
+			}
 			err = st.live(ev)
 		}
 		if errors.Is(err, errTooFarBehind) {
@@ -114,6 +119,19 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 			return nil // the client is gone
 		}
 	}
+}
+
+// askSnapshot asks the worker running the chat, on whatever replica, for a
+// snapshot of the step in progress and returns the request's nonce. The
+// request also makes the worker send the rest of the run's deltas to every
+// replica, this one included.
+func (a *api) askSnapshot(ctx context.Context, id string) string {
+	nonce := uuid.NewString()
+	ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: nonce})
+	if err := a.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
+		a.log.Warn("stream: snapshot request not published", "chat", id, "err", err)
+	}
+	return nonce
 }
 
 // replayMessages sends the durable messages after the stream's cursor.
@@ -150,6 +168,14 @@ func (s *chatStream) message(m chat.Message) error {
 	s.lastMsg = m.ID
 	delete(s.seq, m.ID)
 	return s.sse.eventID(events.KindMessage, strconv.FormatInt(m.ID, 10), events.Encode(map[string]any{"message": m}))
+}
+
+// startedRunning reports whether ev says the chat started running: the
+// stream must then ask the new run for its deltas. It asks even with a
+// request in flight: a request sent on joining, between the acquisition's
+// commit and the run's subscription to its control topic, went unheard.
+func (s *chatStream) startedRunning(ev events.ChatEvent) bool {
+	return ev.Kind == events.KindStatus && ev.Chat != nil && ev.Chat.Status == chat.Running
 }
 
 // parts sends the deltas of b this subscriber has not had, or holds b if

@@ -139,8 +139,8 @@ func TestStreamSnapshotOfHeldStep(t *testing.T) {
 
 // TestStreamAcrossReplicas runs two replicas on one PostgreSQL database,
 // with a worker on A only and the subscribers on B: the deltas of A's
-// worker reach B's subscribers, and a subscriber joining on B mid-step gets
-// the snapshot from A's worker.
+// worker reach B's subscribers, whether they were there before the run or
+// joined mid-step (they get the snapshot from A's worker).
 func TestStreamAcrossReplicas(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
@@ -151,6 +151,7 @@ func TestStreamAcrossReplicas(t *testing.T) {
 	tok := a.token("alice")
 	t.Run("join mid-step", func(t *testing.T) { checkJoinMidStep(t, a, b, fake, tok) })
 	t.Run("held step", func(t *testing.T) { checkHeldSnapshot(t, a, b, fake, tok) })
+	t.Run("subscribed before the run", func(t *testing.T) { checkSubscribedBeforeRun(t, a, b, fake, tok) })
 }
 
 // checkJoinMidStep streams a slow answer from a chat whose worker runs

@@ -217,6 +217,7 @@ take:
 	for range free - len(chats) {
 		<-e.slots
 	}
+	ctls := e.subscribeControls(runs, chats)
 	// One announcement for the whole batch: on PostgreSQL each is a
 	// transaction of its own.
 	e.announce(ctx, func(n *events.Notice) {
@@ -229,10 +230,28 @@ take:
 		go func() {
 			defer e.wg.Done()
 			defer func() { <-e.slots; e.kickAcquirer() }()
-			e.runChat(runs, c, leases[i])
+			e.runChat(runs, c, leases[i], ctls[i])
 		}()
 	}
 	return err == nil && len(chats) == free
+}
+
+// subscribeControls subscribes to the control topic of each acquired chat,
+// for its run to take over. It is done before the chats are announced
+// running: a stream asks for a snapshot the moment it sees that, and a
+// request nobody hears leaves its replica without the run's deltas. A nil
+// entry (the subscription failed) leaves the run to subscribe by itself.
+func (e *Engine) subscribeControls(ctx context.Context, chats []chat.Chat) []pubsub.Subscription {
+	ctls := make([]pubsub.Subscription, len(chats))
+	for i, c := range chats {
+		ctl, err := e.ps.Subscribe(ctx, events.ControlTopic(c.ID))
+		if err != nil {
+			e.log.Warn("subscribe to control topic before the run; it tries again", "chat", c.ID, "err", err)
+			continue
+		}
+		ctls[i] = ctl
+	}
+	return ctls
 }
 
 // maintain does the periodic work any replica may do for all: recover chats

@@ -41,13 +41,14 @@ type run struct {
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move
-// to running was announced by acquire.
-func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
+// to running was announced by acquire, after it subscribed ctl to the chat's
+// control topic (nil if that failed): the run takes the subscription over.
+func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ctl pubsub.Subscription) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState()}
 
-	go r.watch(ctx, cancel)
+	go r.watch(ctx, cancel, ctl)
 
 	if err := r.loop(ctx); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -59,18 +60,19 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease) {
 	}
 }
 
-// watch renews the lease and listens to the chat's control topic until ctx
-// ends: a lost lease or an interrupt cancels the run with its cause, and a
-// snapshot request is answered with the step so far. A control subscription
-// that ends (it lagged) is renewed; the lease is renewed regardless.
-func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+// watch renews the lease and listens to the chat's control topic on ctl
+// until ctx ends, then closes ctl: a lost lease or an interrupt cancels the
+// run with its cause, and a snapshot request is answered with the step so
+// far (and makes the run's deltas cross replicas). A control subscription
+// that is missing or ends (it lagged) is made anew; the lease is renewed
+// regardless.
+func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pubsub.Subscription) {
 	// Jittered, so chats acquired together do not renew together.
 	jitter := func() time.Duration {
 		return r.e.cfg.Heartbeat*4/5 + rand.N(r.e.cfg.Heartbeat*2/5+1)
 	}
 	beat := time.NewTimer(jitter())
 	defer beat.Stop()
-	var ctl pubsub.Subscription
 	defer func() {
 		if ctl != nil {
 			ctl.Close()
@@ -109,8 +111,14 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 				ctl = nil
 				continue
 			}
+			if m.Missed {
+				// A snapshot request may be among the lost: its stream,
+				// wherever it is, gets the deltas from now on.
+				r.steps.markWatched()
+				continue
+			}
 			var c events.Control
-			if m.Missed || json.Unmarshal(m.Payload, &c) != nil {
+			if json.Unmarshal(m.Payload, &c) != nil {
 				continue
 			}
 			switch c.Kind {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -9,11 +10,17 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/pubsub"
 )
 
 // stepState is what a run has streamed of the step in progress. Deltas are
 // published in batches (at most DeltaFlush late) on the chat's topic, and
 // kept, so a subscriber that joins mid-step gets them in a snapshot.
+//
+// Deltas cross replicas only once the run is watched: until some stream
+// asks for a snapshot, they go to this process's subscribers only (on
+// PostgreSQL each publication to other replicas is a round trip of its own,
+// wasted on a chat nobody elsewhere streams).
 type stepState struct {
 	pubMu sync.Mutex // held while publishing: batches and snapshots leave in order
 
@@ -22,13 +29,17 @@ type stepState struct {
 	chatID    string
 	msgID     int64          // 0 between steps
 	deltas    []events.Delta // everything streamed of this step
-	published int            // deltas[:published] have been published
+	published int            // deltas[:published] have been published (or skipped)
 	timer     *time.Timer    // pending flush, if any
+	// watched: a snapshot was asked for during this run, so its deltas go to
+	// every replica from then on. Set under pubMu too, and kept across steps.
+	watched bool
 }
 
 func newStepState() *stepState { return &stepState{} }
 
-// begin starts a step whose answer will be message msgID.
+// begin starts a step whose answer will be message msgID. A watched run
+// stays watched: its streams need every step's deltas.
 func (s *stepState) begin(e *Engine, chatID string, msgID int64) *stepState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +71,9 @@ func (s *stepState) emit(ev llm.Event) error {
 	return nil
 }
 
-// flush publishes the deltas not yet published as one part event.
+// flush publishes the deltas not yet published as one part event: to every
+// replica if the run is watched, else to this process's subscribers only.
+// Their sequence numbers advance either way, so a snapshot covers them.
 func (s *stepState) flush() {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
@@ -68,15 +81,33 @@ func (s *stepState) flush() {
 	s.timer = nil
 	batch := events.PartBatch{MessageID: s.msgID, Seq: s.published, Deltas: s.deltas[s.published:]}
 	s.published = len(s.deltas)
-	e, chatID := s.e, s.chatID
+	e, chatID, watched := s.e, s.chatID, s.watched
 	s.mu.Unlock()
 	if len(batch.Deltas) == 0 {
 		return
 	}
-	ev := events.ChatEvent{Kind: events.KindPart, Parts: &batch}
-	if err := e.ps.Publish(context.Background(), events.ChatTopic(chatID), events.Encode(ev)); err != nil {
+	if err := e.publishParts(chatID, &batch, watched); err != nil {
 		e.log.Warn("deltas not published", "chat", chatID, "err", err)
 	}
+}
+
+// publishParts publishes a batch of deltas on the chat's topic. A watched
+// run's go to every replica; an unwatched run's go to this process's
+// subscribers only (PublishLocal, where the PubSub is shared), and are not
+// even encoded when the PubSub knows there are none.
+func (e *Engine) publishParts(chatID string, batch *events.PartBatch, watched bool) error {
+	topic := events.ChatTopic(chatID)
+	if aud, ok := e.ps.(pubsub.Audience); ok && !watched && !aud.HasSubscribers(topic) {
+		return nil
+	}
+	payload := events.Encode(events.ChatEvent{Kind: events.KindPart, Parts: batch})
+	if lp, ok := e.ps.(pubsub.LocalPublisher); ok && !watched {
+		if err := lp.PublishLocal(topic, payload); err != nil {
+			return fmt.Errorf("publish deltas locally: %w", err)
+		}
+		return nil
+	}
+	return e.ps.Publish(context.Background(), topic, payload)
 }
 
 // end publishes what is left of the step; the step's deltas stay readable by
@@ -126,12 +157,25 @@ func (s *stepState) partial() []chat.Part {
 	return parts
 }
 
-// answer publishes a snapshot of the published deltas of the step in
-// progress (none between steps) for the subscriber that sent nonce.
+// markWatched makes the rest of the run's deltas go to every replica, as a
+// snapshot request does, without a snapshot.
+func (s *stepState) markWatched() {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.mu.Lock()
+	s.watched = true
+	s.mu.Unlock()
+}
+
+// answer publishes, to every replica, a snapshot of the published deltas of
+// the step in progress (none between steps) for the subscriber that sent
+// nonce, and marks the run watched first: the subscriber may be on another
+// replica, and every batch flushed after the snapshot must reach it too.
 func (s *stepState) answer(ctx context.Context, e *Engine, chatID, nonce string) {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	s.mu.Lock()
+	s.watched = true
 	batch := events.PartBatch{MessageID: s.msgID}
 	if s.msgID != 0 {
 		batch.Deltas = append([]events.Delta(nil), s.deltas[:s.published]...)

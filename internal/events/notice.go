@@ -59,12 +59,6 @@ func (n *Notice) ChatEvent(chatID string, ev ChatEvent) {
 	n.Chat = append(n.Chat, ChatEventFor{ChatID: chatID, Event: ev})
 }
 
-// audience is a PubSub that knows every subscriber of a topic (the
-// in-process one, whose subscribers are all local): a message for a topic
-// nobody subscribes to is dropped before it is encoded, which on a busy
-// server is most chat events.
-type audience interface{ HasSubscribers(topic string) bool }
-
 // Publish sends everything recorded, in order, as one batch (one round trip
 // on PostgreSQL). Failures are logged, never returned: the database already
 // holds the truth, and subscribers re-read it.
@@ -86,7 +80,8 @@ func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
 		return nil
 	}
 	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
-	aud, knows := ps.(audience)
+	// On a busy server most chat events have no subscriber.
+	aud, knows := ps.(pubsub.Audience)
 	add := func(topic string, v any) {
 		if knows && !aud.HasSubscribers(topic) {
 			return

@@ -30,6 +30,16 @@ type PubSub interface {
 	Close() error
 }
 
+// LocalPublisher is a PubSub shared by replicas that can also publish to
+// this process's subscribers only, without telling other replicas: for
+// messages nobody elsewhere has asked for, such as the deltas of a chat no
+// other replica streams, which would otherwise cost a round trip each.
+type LocalPublisher interface {
+	// PublishLocal delivers payload to this process's subscribers of the
+	// topic only. It fails once the PubSub is closed, as Publish does.
+	PublishLocal(topic string, payload []byte) error
+}
+
 // Outbox is a database transaction that can carry notifications: they are
 // sent with its commit (PostgreSQL's NOTIFY is transactional), so listeners
 // hear of a change exactly when it commits, in commit order, and never of a
@@ -50,6 +60,13 @@ type Stager interface {
 	// function that delivers them to this replica's subscribers, to be
 	// called once the transaction has committed (and not if it rolled back).
 	Stage(ctx context.Context, ob Outbox, msgs []Message) (deliver func(), err error)
+}
+
+// Audience is a PubSub that knows every subscriber of a topic, because all
+// of them are in this process (the in-process PubSub): a message for a topic
+// nobody subscribes to may be dropped before it is even encoded.
+type Audience interface {
+	HasSubscribers(topic string) bool
 }
 
 // Subscription is one subscriber's view of a topic.

@@ -48,7 +48,10 @@ type PubSub struct {
 	closeOnce sync.Once
 }
 
-var _ pubsub.Stager = (*PubSub)(nil)
+var (
+	_ pubsub.Stager         = (*PubSub)(nil)
+	_ pubsub.LocalPublisher = (*PubSub)(nil)
+)
 
 // Option configures New.
 type Option func(*options)
@@ -161,6 +164,13 @@ func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error 
 		return fmt.Errorf("publish %d messages: notify: %w", len(notes), err)
 	}
 	return nil
+}
+
+// PublishLocal delivers payload to this replica's subscribers only; the
+// other replicas are not told, and no round trip is made. It fails once the
+// PubSub is closed.
+func (p *PubSub) PublishLocal(topic string, payload []byte) error {
+	return p.deliver([]pubsub.Message{{Topic: topic, Payload: payload}})
 }
 
 // Stage queues msgs in the transaction ob, which notifies the other

@@ -60,6 +60,7 @@ func RunShared(t *testing.T, open2 func(t *testing.T) (a, b pubsub.PubSub)) {
 		{"OrderAcross", testOrder},
 		{"PayloadsAcross", testPayloads},
 		{"BatchAcross", testBatch},
+		{"PublishLocalStaysLocal", testLocalStaysLocal},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -282,6 +283,32 @@ func testOnlyItsTopicAcross(t *testing.T, a, b pubsub.PubSub) {
 	publish(t, a, "other", "still not for you")
 	publish(t, a, "mine", "two")
 	expectPayloads(t, sub, "one", "two")
+}
+
+// testLocalStaysLocal checks, for a pubsub.LocalPublisher, that PublishLocal
+// reaches the replica's own subscribers in order with its other messages,
+// never another replica's, and fails after Close.
+func testLocalStaysLocal(t *testing.T, a, b pubsub.PubSub) {
+	lp, ok := a.(pubsub.LocalPublisher)
+	if !ok {
+		t.Skip("not a pubsub.LocalPublisher")
+	}
+	subA := subscribe(t, a, "t")
+	subB := subscribe(t, b, "t")
+	publish(t, a, "t", "1")
+	if err := lp.PublishLocal("t", []byte("local")); err != nil {
+		t.Fatalf("PublishLocal: %v", err)
+	}
+	publish(t, a, "t", "2")
+	expectPayloads(t, subA, "1", "local", "2")
+	// Had "local" crossed, it would reach b between the other two.
+	expectPayloads(t, subB, "1", "2")
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := lp.PublishLocal("t", []byte("late")); err == nil {
+		t.Fatal("PublishLocal after Close succeeded, want an error")
+	}
 }
 
 // subscribe subscribes for the rest of the test.
