@@ -225,15 +225,43 @@ take:
 			n.StatusChanged(chat.Pending, c)
 		}
 	})
+	histories := e.firstHistories(ctx, chats)
 	for i, c := range chats {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			defer func() { <-e.slots; e.kickAcquirer() }()
-			e.runChat(runs, c, leases[i], ctls[i])
+			e.runChat(runs, c, leases[i], ctls[i], histories[c.ID])
 		}()
 	}
 	return err == nil && len(chats) == free
+}
+
+// firstPage bounds the messages of each chat read together with its
+// acquisition; a run reads on past a full page by itself.
+const firstPage = 100
+
+// firstHistories reads the first messages of the acquired chats in one
+// query, for their runs' first step: one round trip for the batch instead
+// of one per run. Nothing but a chat's run adds messages to it while it is
+// running, so they are still its history when the run starts. On failure
+// each run reads its own.
+func (e *Engine) firstHistories(ctx context.Context, chats []chat.Chat) map[string][]chat.Message {
+	if len(chats) == 0 {
+		return nil
+	}
+	ids := make([]string, len(chats))
+	for i, c := range chats {
+		ids[i] = c.ID
+	}
+	h, err := e.st.FirstMessages(ctx, ids, firstPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("read the acquired chats' histories; each run reads its own", "chats", len(ids), "err", err)
+		}
+		return nil
+	}
+	return h
 }
 
 // subscribeControls subscribes to the control topic of each acquired chat,

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func TestTextAnswerEndsWaitingWithUsageAndCost(t *testing.T) {
@@ -294,4 +295,63 @@ func TestWakeUpsAreNeverLost(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLongHistoryReachesTheModelWhole: the history read with the acquisition
+// stops at a page; a run whose history is longer reads on, so the model
+// gets every message, in order.
+func TestLongHistoryReachesTheModelWhole(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "done"})
+	c := h.create("m0") // pending; no engine runs yet
+	const n = 250       // past the first page, and past ListMessages' page too
+	_, err := h.st.InTx(context.Background(), func(tx store.Tx) error {
+		for i := 1; i < n; i++ {
+			role := chat.RoleAssistant
+			if i%2 == 0 {
+				role = chat.RoleUser
+			}
+			m := chat.Message{ChatID: c.ID, Role: role, Parts: []chat.Part{chat.TextPart(fmt.Sprintf("m%d", i))}}
+			if err := tx.InsertMessage(context.Background(), &m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), error(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(nil)
+	h.waitStatus(c.ID, chat.Waiting)
+	var req struct {
+		Messages []struct {
+			Content any `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(h.waitRequests(1)[0].Body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range req.Messages {
+		if s, ok := m.Content.(string); ok {
+			got = append(got, s)
+		}
+	}
+	if len(got) != n || got[0] != "m0" || got[n-1] != fmt.Sprintf("m%d", n-1) {
+		t.Fatalf("the model got %d text messages (first %q, last %q), want m0..m%d", len(got), first(got), last(got), n-1)
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func last(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
 }

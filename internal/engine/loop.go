@@ -57,7 +57,7 @@ func (r *run) loop(ctx context.Context) error {
 // history loads the chat's messages, first answering any call a dead worker
 // left without a result, so the model never sees a dangling call.
 func (r *run) history(ctx context.Context) ([]chat.Message, error) {
-	msgs, err := loadHistory(ctx, r.e.st, r.chat.ID)
+	msgs, err := r.readHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +207,25 @@ func toolCalls(parts []chat.Part) []chat.ToolCall {
 		}
 	}
 	return calls
+}
+
+// readHistory reads the chat's whole history: on the first step it starts
+// from the page read with the acquisition, reading on only past a full one.
+func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
+	first := r.first
+	r.first = nil
+	switch {
+	case first == nil:
+		return loadHistory(ctx, r.e.st, r.chat.ID)
+	case len(first) < firstPage:
+		return first, nil
+	}
+	all := first
+	err := store.ForEachMessage(ctx, r.e.st, r.chat.ID, first[len(first)-1].ID, func(m chat.Message) error {
+		all = append(all, m)
+		return nil
+	})
+	return all, err
 }
 
 // loadHistory reads a chat's whole history.

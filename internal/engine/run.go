@@ -38,15 +38,19 @@ type run struct {
 	// queued: messages wait in the chat's queue, as the fence of the write
 	// in progress saw it.
 	queued bool
+	// first is the start of the history, read with the acquisition (up to
+	// firstPage messages), for the first step; nil once used, or if not read.
+	first []chat.Message
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move
 // to running was announced by acquire, after it subscribed ctl to the chat's
 // control topic (nil if that failed): the run takes the subscription over.
-func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ctl pubsub.Subscription) {
+// first is the start of its history, if acquire read it.
+func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ctl pubsub.Subscription, first []chat.Message) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState()}
+	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
 
 	go r.watch(ctx, cancel, ctl)
 
