@@ -35,9 +35,6 @@ type run struct {
 	lease store.Lease
 	log   *slog.Logger
 	steps *stepState // the step in progress, for snapshots; nil between steps
-	// queued: messages wait in the chat's queue, as the fence of the write
-	// in progress saw it.
-	queued bool
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message
@@ -142,33 +139,47 @@ func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) 
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	return r.e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
-		queued, err := tx.Fence(ctx, r.lease)
-		if err != nil {
+		if err := tx.Fence(ctx, r.lease); err != nil {
 			return err
 		}
-		r.queued = queued
 		return fn(ctx, tx, n)
 	})
 }
 
-// transition ends a fenced write with a status change from running; ra is
-// the required action of a change to requires_action, nil otherwise.
+// transition ends a fenced write with a status change from running and
+// records it; ra is the required action of a change to requires_action, nil
+// otherwise.
 func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition, ra *chat.RequiredAction) error {
+	c, err := r.leave(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	c.RequiredAction = ra
+	r.left(n, c)
+	return nil
+}
+
+// leave changes the chat's status from running, clearing an interrupt
+// request the run no longer needs.
+func (r *run) leave(ctx context.Context, tx store.Tx, t store.Transition) (chat.Chat, error) {
 	t.From = chat.Running
 	c, err := tx.TransitionChat(ctx, r.chat.ID, t)
 	if err != nil {
-		return fmt.Errorf("chat to %s: %w", t.To, err)
+		return chat.Chat{}, fmt.Errorf("chat to %s: %w", t.To, err)
 	}
-	if c.InterruptRequested && t.To != chat.Running {
+	if c.InterruptRequested {
 		if err := tx.SetInterruptRequested(ctx, c.ID, false); err != nil {
-			return err
+			return chat.Chat{}, err
 		}
 		c.InterruptRequested = false
 	}
-	c.RequiredAction = ra
+	return c, nil
+}
+
+// left records the run's chat as it left running.
+func (r *run) left(n *events.Notice, c chat.Chat) {
 	n.StatusChanged(chat.Running, c)
 	r.chat = c
-	return nil
 }
 
 // finishIdle ends a run whose last step had no tool calls: queued messages
@@ -179,14 +190,19 @@ func (r *run) finishIdle(msgs ...*chat.Message) error {
 		if err := insert(ctx, tx, n, msgs...); err != nil {
 			return err
 		}
-		to := chat.Waiting
-		if r.queued {
+		// The status change itself looks at the queue: one statement, and
+		// the promotion only when there is something to promote.
+		c, err := r.leave(ctx, tx, store.Transition{To: chat.Waiting, PendingIfQueued: true})
+		if err != nil {
+			return err
+		}
+		if c.Status == chat.Pending {
 			if _, err := service.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
 				return err
 			}
-			to = chat.Pending
 		}
-		return r.transition(ctx, tx, n, store.Transition{To: to}, nil)
+		r.left(n, c)
+		return nil
 	})
 }
 

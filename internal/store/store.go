@@ -126,10 +126,12 @@ type Tx interface {
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)
 	// Fence locks the chat's row if l still holds the chat (status running,
-	// same worker id and generation), and reports whether messages wait in
-	// its queue; ErrLeaseLost if l no longer holds it. A worker calls it
-	// first in every transaction it writes in.
-	Fence(ctx context.Context, l Lease) (queued bool, err error)
+	// same worker id and generation); ErrLeaseLost if l no longer holds it,
+	// and then the transaction must end. A worker calls it first in every
+	// transaction it writes in. A store may send the check together with the
+	// transaction's next statement, which then reports ErrLeaseLost (the
+	// check runs first, and a failed check stops the statements after it).
+	Fence(ctx context.Context, l Lease) error
 	// InsertChat stores a new chat. It sets CreatedAt and UpdatedAt; ID,
 	// Owner, Model and Status must be set. ErrExists on a duplicate id.
 	InsertChat(ctx context.Context, c *chat.Chat) error
@@ -177,6 +179,10 @@ type Transition struct {
 	LastError *chat.ChatError
 	// ActionDeadline is stored when To is RequiresAction; cleared otherwise.
 	ActionDeadline *time.Time
+	// PendingIfQueued, with From Running and To Waiting, makes the chat
+	// Pending instead when messages wait in its queue: a run that ends with
+	// messages to answer. Promoting them is the caller's work.
+	PendingIfQueued bool
 }
 
 // ChatQuery selects a page of one owner's chats.

@@ -212,12 +212,12 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	}
 	// Leaving running ends the lease: no worker holds the chat any more.
 	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats
-		SET status = $3, last_error = $4, action_deadline = $5, updated_at = $6,
+		SET status = `+dbutil.NewStatus("$8::boolean", "$3::text")+`, last_error = $4, action_deadline = $5, updated_at = $6,
 			worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END
 		WHERE id = $1 AND status = $2
 		RETURNING `+chatColumns,
-		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr)))
+		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}

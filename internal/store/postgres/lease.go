@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -107,25 +108,31 @@ func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error)
 	return ids, nil
 }
 
-// Fence locks the chat's row (SELECT ... FOR UPDATE) if l still holds it.
-// A fence that waits for another transaction's lock re-checks the lease
-// against the row as that transaction left it.
-func (t *tx) Fence(ctx context.Context, l store.Lease) (bool, error) {
+// Fence locks the chat's row (SELECT ... FOR UPDATE, in parley_fence) if l
+// still holds it. It travels with the transaction's next round trip: a lost
+// lease fails that statement, which stops the ones sent after it (the
+// writes it guards) and reports ErrLeaseLost. A fence that waits for
+// another transaction's lock re-checks the lease against the row as that
+// transaction left it.
+func (t *tx) Fence(ctx context.Context, l store.Lease) error {
 	if err := dbutil.CheckLease(l); err != nil {
-		return false, fmt.Errorf("fence: %w", err)
+		return fmt.Errorf("fence: %w", err)
 	}
-	var queued bool
-	err := t.q.QueryRow(ctx, `SELECT `+dbutil.HasQueuedColumn+`
-		FROM chats WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
-		FOR UPDATE`, l.ChatID, l.WorkerID, l.Generation).Scan(&queued)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
-	}
-	if err != nil {
-		return false, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
-	}
-	return queued, nil
+	t.lazy.deferExec(func(_ pgconn.CommandTag, err error) error {
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == leaseLost:
+			return fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+		case err != nil:
+			return fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+		}
+		return nil
+	}, `SELECT parley_fence($1, $2, $3)`, l.ChatID, l.WorkerID, l.Generation)
+	return nil
 }
+
+// leaseLost is the SQLSTATE parley_fence raises when the lease is gone.
+const leaseLost = "LEASE"
 
 // ReserveMessageIDs takes n values of the messages id sequence.
 func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {

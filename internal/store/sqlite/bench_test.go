@@ -74,7 +74,7 @@ func oneRun(ctx context.Context, s *sqlite.Store, ids *[]int64) error {
 	id := (*ids)[0]
 	*ids = (*ids)[1:]
 	return s.InTx(ctx, func(tx store.Tx) error {
-		if _, err := tx.Fence(ctx, ls[0]); err != nil {
+		if err := tx.Fence(ctx, ls[0]); err != nil {
 			return err
 		}
 		m := chat.Message{ID: id, ChatID: cs[0].ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("hi")},

@@ -218,12 +218,12 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	}
 	// Leaving running ends the lease: no worker holds the chat any more.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
-		SET status = ?, last_error = ?, action_deadline = ?, updated_at = ?,
+		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
-		string(tr.To), text(lastErr), deadline, dbutil.Micros(dbutil.Now()),
+		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(dbutil.Now()),
 		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)

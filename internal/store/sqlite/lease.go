@@ -118,21 +118,21 @@ func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error)
 
 // Fence checks that l still holds the chat; the transaction (on the one
 // writer connection) already excludes every other writer until it ends.
-func (t *tx) Fence(ctx context.Context, l store.Lease) (bool, error) {
+func (t *tx) Fence(ctx context.Context, l store.Lease) error {
 	if err := dbutil.CheckLease(l); err != nil {
-		return false, fmt.Errorf("fence: %w", err)
+		return fmt.Errorf("fence: %w", err)
 	}
-	var queued bool
-	err := t.q.QueryRowContext(ctx, `SELECT `+dbutil.HasQueuedColumn+`
-		FROM chats WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
-		l.ChatID, l.WorkerID, l.Generation).Scan(&queued)
+	var one int
+	err := t.q.QueryRowContext(ctx, `SELECT 1 FROM chats
+		WHERE id = ? AND status = 'running' AND worker_id = ? AND lease_generation = ?`,
+		l.ChatID, l.WorkerID, l.Generation).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+		return fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
 	}
 	if err != nil {
-		return false, fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+		return fmt.Errorf("fence chat %s: %w", l.ChatID, err)
 	}
-	return queued, nil
+	return nil
 }
 
 // scanIDs reads and closes rows of one text column.

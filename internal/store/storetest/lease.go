@@ -17,7 +17,7 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"AcquireOldestFirst":         testAcquireOldestFirst,
 	"AcquireInvalid":             testAcquireInvalid,
 	"AcquireSeveral":             testAcquireSeveral,
-	"FenceSeesQueuedMessages":    testFenceHasQueued,
+	"RunEndsPendingIfQueued":     testPendingIfQueued,
 	"ConcurrentAcquireOnce":      testConcurrentAcquire,
 	"RenewExtendsAndInterrupt":   testRenew,
 	"RenewLost":                  testRenewLost,
@@ -63,10 +63,7 @@ func acquire(t *testing.T, s store.Store, worker string, ttl time.Duration) (cha
 // fence runs Fence in a transaction of its own and returns its error.
 func fence(t *testing.T, s store.Store, l store.Lease) error {
 	t.Helper()
-	return txErr(t, s, func(tx store.Tx) error {
-		_, err := tx.Fence(t.Context(), l)
-		return err
-	})
+	return txErr(t, s, func(tx store.Tx) error { return tx.Fence(t.Context(), l) })
 }
 
 // fencedAppend appends a message the way a worker does: Fence first, and
@@ -74,7 +71,7 @@ func fence(t *testing.T, s store.Store, l store.Lease) error {
 func fencedAppend(t *testing.T, s store.Store, l store.Lease, text string) error {
 	t.Helper()
 	return txErr(t, s, func(tx store.Tx) error {
-		if _, err := tx.Fence(t.Context(), l); err != nil {
+		if err := tx.Fence(t.Context(), l); err != nil {
 			return err
 		}
 		m := textMessage(l.ChatID, text)
@@ -510,32 +507,42 @@ func testAcquireSeveral(t *testing.T, open opener) {
 	}
 }
 
-// testFenceHasQueued: a fence says whether messages wait in the chat's
-// queue, so a worker ending a run knows whether to promote any.
-func testFenceHasQueued(t *testing.T, open opener) {
+// testPendingIfQueued: a run that ends with messages in its chat's queue
+// makes the chat pending (to answer them), one that ends without makes it
+// waiting; the option is refused on any other transition.
+func testPendingIfQueued(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addChat(t, s, chat.Chat{Status: chat.Pending})
-	_, l := acquire(t, s, "w1", longTTL)
-	hasQueued := func() bool {
-		var got bool
+	end := func(l store.Lease) chat.Chat {
+		t.Helper()
+		var c chat.Chat
 		inTx(t, s, func(tx store.Tx) error {
+			if err := tx.Fence(t.Context(), l); err != nil {
+				return err
+			}
 			var err error
-			got, err = tx.Fence(t.Context(), l)
+			c, err = tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting, PendingIfQueued: true})
 			return err
 		})
-		return got
+		return c
 	}
-	if hasQueued() {
-		t.Fatal("fence reports a queue, which is empty")
+	addChat(t, s, chat.Chat{Status: chat.Pending})
+	_, l := acquire(t, s, "w1", longTTL)
+	if c := end(l); c.Status != chat.Waiting || c.WorkerID != "" {
+		t.Fatalf("a run with an empty queue ended %s (worker %q), want waiting with no worker", c.Status, c.WorkerID)
 	}
+	addChat(t, s, chat.Chat{Status: chat.Pending})
+	_, l = acquire(t, s, "w1", longTTL)
 	q := chat.QueuedMessage{ChatID: l.ChatID, Parts: []chat.Part{chat.TextPart("later")}}
 	inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
-	if !hasQueued() {
-		t.Fatal("fence reports no queue, with a queued message")
+	if c := end(l); c.Status != chat.Pending || c.WorkerID != "" {
+		t.Fatalf("a run with a queued message ended %s (worker %q), want pending with no worker", c.Status, c.WorkerID)
 	}
-	inTx(t, s, func(tx store.Tx) error { return tx.DeleteQueued(t.Context(), q.ID) })
-	if hasQueued() {
-		t.Fatal("fence reports a queue after it was emptied")
+	err := txErr(t, s, func(tx store.Tx) error {
+		_, err := tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Pending, To: chat.Running, PendingIfQueued: true})
+		return err
+	})
+	if err == nil {
+		t.Fatal("PendingIfQueued accepted on pending -> running")
 	}
 }

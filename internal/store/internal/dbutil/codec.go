@@ -29,7 +29,18 @@ func CheckTransition(t store.Transition) error {
 	if !chat.CanTransition(t.From, t.To) {
 		return &store.IllegalTransitionError{From: t.From, To: t.To}
 	}
+	if t.PendingIfQueued && (t.From != chat.Running || t.To != chat.Waiting) {
+		return fmt.Errorf("PendingIfQueued is for running -> waiting, not %s -> %s", t.From, t.To)
+	}
 	return nil
+}
+
+// NewStatus is the SQL expression of a transition's new status, given the
+// placeholders of Transition.PendingIfQueued and of To: pending instead of
+// To when asked and messages wait in the chat's queue.
+func NewStatus(pendingIfQueued, to string) string {
+	return `CASE WHEN ` + pendingIfQueued + ` AND EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)
+		THEN 'pending' ELSE ` + to + ` END`
 }
 
 // ChatJSON is a chat's JSON columns, encoded.

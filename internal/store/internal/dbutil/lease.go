@@ -87,9 +87,6 @@ func CheckReserve(n int) error {
 	return nil
 }
 
-// HasQueuedColumn is the column a fence selects: whether messages wait in
-// the chat's queue.
-const HasQueuedColumn = `EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)`
 
 // CheckFirstMessages checks a FirstMessages call: 1..MaxPageSize chats and a
 // limit of 1..MaxPageSize. It returns the ids as a JSON array, as SQLite's
