@@ -87,7 +87,6 @@ func CheckReserve(n int) error {
 	return nil
 }
 
-
 // CheckFirstMessages checks a FirstMessages call: 1..MaxPageSize chats and a
 // limit of 1..MaxPageSize. It returns the ids as a JSON array, as SQLite's
 // json_each takes them.
