@@ -99,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.postgres, "postgres", dsn, "PostgreSQL `DSN` (default $PARLEY_BENCH_POSTGRES, else $PARLEY_TEST_POSTGRES); empty skips the PostgreSQL rows")
 	fs.IntVar(&o.concurrency, "concurrency", 64, "engine concurrency of the loop runs, and goroutines of the raw commit loop")
 	fs.IntVar(&o.chats, "chats", 20000, "chats of the SQLite loop run; they are also the idle chats whose goroutines are counted")
-	fs.IntVar(&o.pgChats, "pg-chats", 5000, "chats of the PostgreSQL loop run")
+	fs.IntVar(&o.pgChats, "pg-chats", 20000, "chats of the PostgreSQL loop run")
 	fs.IntVar(&o.steps, "steps", 1, "model calls per chat run: steps-1 calls of a server-side tool, then a text")
 	fs.DurationVar(&o.rawDuration, "raw-duration", 3*time.Second, "how long the raw commit rate is measured, per database: half before the loop, half after")
 	fs.IntVar(&o.streams, "streams", 1000, "chats streaming at once in the latency runs, one SSE client each")
