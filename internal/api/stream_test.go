@@ -142,13 +142,7 @@ func TestStreamSnapshotOfHeldStep(t *testing.T) {
 // worker reach B's subscribers, whether they were there before the run or
 // joined mid-step (they get the snapshot from A's worker).
 func TestStreamAcrossReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
-	fake := llmtest.NewOpenAIChat(t)
-	a := newLivePostgres(t, dsn, channel, fake)
-	runEngine(t, a)
-	b := newLivePostgres(t, dsn, channel, fake)
-	tok := a.token("alice")
+	a, b, fake, tok := twoReplicas(t)
 	t.Run("join mid-step", func(t *testing.T) { checkJoinMidStep(t, a, b, fake, tok) })
 	t.Run("held step", func(t *testing.T) { checkHeldSnapshot(t, a, b, fake, tok) })
 	t.Run("subscribed before the run", func(t *testing.T) { checkSubscribedBeforeRun(t, a, b, fake, tok) })
@@ -468,4 +462,18 @@ func sameCall(a, b chat.ToolCall) bool {
 	var x, y any
 	return a.ToolCallID == b.ToolCallID && a.ToolName == b.ToolName &&
 		json.Unmarshal(a.Args, &x) == nil && json.Unmarshal(b.Args, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// twoReplicas starts two replicas on a fresh PostgreSQL schema, sharing a
+// fake model, with an engine on A only, and returns them with a token of
+// alice's.
+func twoReplicas(t *testing.T) (a, b *server, fake *llmtest.OpenAIChat, tok string) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
+	fake = llmtest.NewOpenAIChat(t)
+	a = newLivePostgres(t, dsn, channel, fake)
+	runEngine(t, a)
+	b = newLivePostgres(t, dsn, channel, fake)
+	return a, b, fake, a.token("alice")
 }

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -14,7 +13,6 @@ import (
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/pubsub"
-	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
 // numbered is an answer of n four-rune chunks, each different, and the
@@ -78,13 +76,7 @@ func checkSubscribedBeforeRun(t *testing.T, run, watch *server, fake *llmtest.Op
 // stream on B joins mid-step, B gets the worker's snapshot first, then the
 // rest of the deltas, and together they are the whole answer.
 func TestDeltasCrossReplicasOnlyWhenWatched(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
-	fake := llmtest.NewOpenAIChat(t)
-	a := newLivePostgres(t, dsn, channel, fake)
-	runEngine(t, a)
-	b := newLivePostgres(t, dsn, channel, fake)
-	tok := a.token("alice")
+	a, b, fake, tok := twoReplicas(t)
 	c := a.createChat(tok, nil)
 
 	// Unwatched: B hears the run's statuses and messages, no delta.
