@@ -106,7 +106,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 				a.log.Warn("stream: dropping a malformed event", "chat", id, "err", err)
 				continue
 			}
-			if st.startedRunning(ev) {
+			if st.startedRunning(ev) && a.deltasStayWithWorker() {
 				st.nonce = a.askSnapshot(ctx, id)
 			}
 			err = st.live(ev)
@@ -119,6 +119,16 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 			return nil // the client is gone
 		}
 	}
+}
+
+// deltasStayWithWorker reports whether a run's deltas may stay on its
+// worker's replica until a stream asks for them: only where the PubSub
+// spans replicas (it can publish locally). In-process, every delta reaches
+// every subscriber anyway, and a request per stream at every run's start
+// would only cost.
+func (a *api) deltasStayWithWorker() bool {
+	_, ok := a.ps.(pubsub.LocalPublisher)
+	return ok
 }
 
 // askSnapshot asks the worker running the chat, on whatever replica, for a
