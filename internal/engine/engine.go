@@ -10,7 +10,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -254,14 +256,18 @@ func (e *Engine) firstHistories(ctx context.Context, chats []chat.Chat) map[stri
 	for i, c := range chats {
 		ids[i] = c.ID
 	}
-	h, err := e.st.FirstMessages(ctx, ids, firstPage)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("read the acquired chats' histories; each run reads its own", "chats", len(ids), "err", err)
+	all := make(map[string][]chat.Message, len(ids))
+	for chunk := range slices.Chunk(ids, store.MaxPageSize) {
+		h, err := e.st.FirstMessages(ctx, chunk, firstPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("read the acquired chats' histories; each run reads its own", "chats", len(ids), "err", err)
+			}
+			return nil
 		}
-		return nil
+		maps.Copy(all, h)
 	}
-	return h
+	return all
 }
 
 // subscribeControls subscribes to the control topic of each acquired chat,

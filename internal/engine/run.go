@@ -65,7 +65,8 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 // until ctx ends, then closes ctl: a lost lease or an interrupt cancels the
 // run with its cause, and a snapshot request is answered with the step so
 // far (and makes the run's deltas cross replicas). A control subscription
-// that is missing or ends (it lagged) is made anew; the lease is renewed
+// that is missing or ends (it lagged) is made anew, and the run is then
+// watched, since requests may have been lost; the lease is renewed
 // regardless.
 func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pubsub.Subscription) {
 	// Jittered, so chats acquired together do not renew together.
@@ -81,6 +82,10 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 	}()
 	for {
 		if ctl == nil && ctx.Err() == nil {
+			// Requests sent while there was no subscription are lost, a
+			// snapshot request among them maybe: its stream, wherever it
+			// is, gets the deltas from now on.
+			r.steps.markWatched()
 			var err error
 			if ctl, err = r.e.ps.Subscribe(ctx, events.ControlTopic(r.lease.ChatID)); err != nil {
 				r.log.Warn("subscribe to control topic; interrupts wait for the next lease renewal", "err", err)

@@ -3,9 +3,11 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,9 @@ import (
 type sharedPS struct {
 	mem     *memory.PubSub
 	onBatch func(msgs []pubsub.Message)
+	// failControl: subscriptions to control topics fail while it is above
+	// zero, each one counting it down.
+	failControl atomic.Int32
 
 	mu   sync.Mutex
 	sent []sentEvent
@@ -68,6 +73,9 @@ func (p *sharedPS) PublishLocal(topic string, payload []byte) error {
 }
 
 func (p *sharedPS) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {
+	if strings.HasPrefix(topic, "control.") && p.failControl.Add(-1) >= 0 {
+		return nil, errors.New("control subscription refused by the test")
+	}
 	return p.mem.Subscribe(ctx, topic)
 }
 
@@ -279,4 +287,30 @@ func TestUnheardDeltasAreNotPublished(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last.Role != chat.RoleAssistant || last.Parts[0].Text != answer {
 		t.Fatalf("durable answer %+v", last)
 	}
+}
+
+// TestRunWithoutItsControlSubscriptionIsWatched: requests sent while a run
+// had no control subscription are lost, a snapshot request among them
+// maybe, so such a run sends its deltas to every replica.
+func TestRunWithoutItsControlSubscriptionIsWatched(t *testing.T) {
+	h := newHarness(t)
+	ps := h.shareDeltas()
+	ps.failControl.Store(1) // the one made before the announcement
+	answer := numbered(10)
+	h.fake.Push(llmtest.Turn{Text: answer, ChunkSize: 4, ChunkDelay: 2 * time.Millisecond})
+	c := h.create("hi")
+	h.start(nil)
+	h.waitStatus(c.ID, chat.Waiting)
+	sent := ps.events()
+	if len(sent) == 0 {
+		t.Fatal("no deltas published")
+	}
+	var batches []events.PartBatch
+	for _, s := range sent {
+		if s.local {
+			t.Fatalf("deltas %d.. stayed on this replica, though a request may have been lost", s.ev.Parts.Seq)
+		}
+		batches = append(batches, *s.ev.Parts)
+	}
+	checkContiguous(t, batches, answer)
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/parleyhq/parley/internal/pubsub"
@@ -25,8 +26,9 @@ func Commit(ctx context.Context, st store.Store, ps pubsub.PubSub, log *slog.Log
 		if err := fn(tx, &n); err != nil {
 			return err
 		}
-		deliver = n.stage(ctx, tx, ps, log)
-		return nil
+		var err error
+		deliver, err = n.stage(ctx, tx, ps)
+		return err
 	})
 	if err != nil {
 		return err
@@ -40,22 +42,24 @@ func Commit(ctx context.Context, st store.Store, ps pubsub.PubSub, log *slog.Log
 }
 
 // stage queues the notice's messages in tx when tx and ps allow it, and
-// returns their local delivery; nil means publish after the commit instead
-// (a failure to stage is logged, and the write goes on).
-func (n *Notice) stage(ctx context.Context, tx store.Tx, ps pubsub.PubSub, log *slog.Logger) func() {
+// returns their local delivery; nil means publish after the commit instead.
+// A failure to stage fails the write: staging runs statements in the
+// transaction (large payloads, and the statements waiting to go with them),
+// and on PostgreSQL a failed statement has ended the transaction anyway,
+// with the error (a lost lease, say) that the caller must see.
+func (n *Notice) stage(ctx context.Context, tx store.Tx, ps pubsub.PubSub) (func(), error) {
 	ob, isOutbox := tx.(pubsub.Outbox)
 	st, isStager := ps.(pubsub.Stager)
 	if !isOutbox || !isStager {
-		return nil
+		return nil, nil
 	}
 	msgs := n.messages(ps)
 	if len(msgs) == 0 {
-		return func() {}
+		return func() {}, nil
 	}
 	deliver, err := st.Stage(ctx, ob, msgs)
 	if err != nil {
-		log.Warn("events not staged in the transaction; publishing them after the commit", "events", len(msgs), "err", err)
-		return nil
+		return nil, fmt.Errorf("stage %d events: %w", len(msgs), err)
 	}
-	return deliver
+	return deliver, nil
 }
