@@ -355,3 +355,31 @@ func last(s []string) string {
 	}
 	return s[len(s)-1]
 }
+
+// TestUsageOfEveryStepReachesTheChat: a run of two steps (a tool call, then
+// a text) adds both answers' usage to the chat, the first in the write that
+// persists the call, the second with the end of the run.
+func TestUsageOfEveryStepReachesTheChat(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}, Usage: llmtest.Usage{InputTokens: 100, OutputTokens: 10}},
+		llmtest.Turn{Text: "3", Usage: llmtest.Usage{InputTokens: 200, OutputTokens: 20}},
+	)
+	d, _ := addTool(t, nil)
+	h.start(d)
+	c := h.waitStatus(h.create("add").ID, chat.Waiting)
+	// Prices in the harness: 1 per Mtok in, 2 out.
+	want := chat.Usage{InputTokens: 300, OutputTokens: 30, CostMicros: 300 + 60}
+	if c.Usage != want {
+		t.Fatalf("chat usage %+v, want %+v", c.Usage, want)
+	}
+	var sum chat.Usage
+	for _, m := range h.history(c.ID) {
+		if m.Usage != nil {
+			sum = sum.Add(*m.Usage)
+		}
+	}
+	if sum != want {
+		t.Fatalf("messages' usage sums to %+v, want %+v", sum, want)
+	}
+}

@@ -115,7 +115,10 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	// The calls are persisted before they run: if this worker dies meanwhile,
 	// the next one answers them (history) instead of losing them.
 	if err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		return insert(ctx, tx, n, asst)
+		if err := insert(ctx, tx, n, asst); err != nil {
+			return err
+		}
+		return tx.AddUsage(ctx, r.chat.ID, *asst.Usage)
 	}); err != nil {
 		return false, err
 	}
@@ -150,7 +153,8 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 }
 
 // insert appends messages (nil ones skipped) inside a write and records them
-// for the chat's stream.
+// for the chat's stream. Their usage is the caller's to add to the chat
+// (usageOf).
 func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Message) error {
 	for _, m := range msgs {
 		if m == nil {
@@ -162,6 +166,18 @@ func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Me
 		n.Message(*m)
 	}
 	return nil
+}
+
+// usageOf sums the usage of msgs (nil ones, and ones without usage,
+// skipped).
+func usageOf(msgs ...*chat.Message) chat.Usage {
+	var u chat.Usage
+	for _, m := range msgs {
+		if m != nil && m.Usage != nil {
+			u = u.Add(*m.Usage)
+		}
+	}
+	return u
 }
 
 // cutShort ends a run whose context was cancelled, by its cause: an

@@ -197,7 +197,7 @@ func (r *run) finishIdle(msgs ...*chat.Message) error {
 		}
 		// The status change itself looks at the queue: one statement, and
 		// the promotion only when there is something to promote.
-		c, err := r.leave(ctx, tx, store.Transition{To: chat.Waiting, PendingIfQueued: true})
+		c, err := r.leave(ctx, tx, store.Transition{To: chat.Waiting, PendingIfQueued: true, AddUsage: usageOf(msgs...)})
 		if err != nil {
 			return err
 		}

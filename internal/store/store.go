@@ -152,11 +152,16 @@ type Tx interface {
 
 	// InsertMessage appends a message; it sets ID (greater than every earlier
 	// message id of the chat) unless m.ID holds an id from ReserveMessageIDs,
-	// and CreatedAt. Usage, when set, is added to the chat's usage totals.
-	// ErrNotFound if the chat does not exist. With a reserved id a store may
+	// and CreatedAt. Usage is stored with the message; adding it to the
+	// chat's totals is AddUsage's (or Transition.AddUsage's), so a step's
+	// final write changes the chat's row once. ErrNotFound if the chat does
+	// not exist. With a reserved id a store may
 	// send the insert together with the transaction's next statement, which
 	// (or the commit) then reports its failure.
 	InsertMessage(ctx context.Context, m *chat.Message) error
+	// AddUsage adds u to the chat's usage totals and bumps UpdatedAt;
+	// ErrNotFound if the chat does not exist.
+	AddUsage(ctx context.Context, chatID string, u chat.Usage) error
 	// InsertQueued appends a queued message; it sets ID and CreatedAt.
 	InsertQueued(ctx context.Context, q *chat.QueuedMessage) error
 	// DeleteQueued removes one queued message (when it is promoted).
@@ -183,6 +188,9 @@ type Transition struct {
 	// Pending instead when messages wait in its queue: a run that ends with
 	// messages to answer. Promoting them is the caller's work.
 	PendingIfQueued bool
+	// AddUsage is added to the chat's usage totals with the change: the
+	// usage of the messages the same write inserted.
+	AddUsage chat.Usage
 }
 
 // ChatQuery selects a page of one owner's chats.

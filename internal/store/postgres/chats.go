@@ -214,10 +214,13 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats
 		SET status = `+dbutil.NewStatus("$8::boolean", "$3::text")+`, last_error = $4, action_deadline = $5, updated_at = $6,
 			worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
-			lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END
+			lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
+			usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
+			usage_cost_micros = usage_cost_micros + $11
 		WHERE id = $1 AND status = $2
 		RETURNING `+chatColumns,
-		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued))
+		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued,
+		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}

@@ -124,24 +124,16 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
 	}
 	now := dbutil.Now()
-	// One statement: the update adds the usage (if any) and takes the same
-	// row lock as lockForAppend; no row means no such chat.
+	// One statement: the CTE takes lockForAppend's row lock (no new row
+	// version: the chat's row is not changed); no row means no such chat.
 	var id *int64
 	if m.ID != 0 { // reserved with ReserveMessageIDs
 		id = &m.ID
 	}
-	var u chat.Usage
-	if m.Usage != nil {
-		u = *m.Usage
-	}
-	const insert = `WITH c AS (
-			UPDATE chats SET usage_input_tokens = usage_input_tokens + $6,
-				usage_output_tokens = usage_output_tokens + $7, usage_cost_micros = usage_cost_micros + $8,
-				updated_at = CASE WHEN $9 THEN $5 ELSE updated_at END
-			WHERE id = $2 RETURNING id)
+	const insert = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO KEY UPDATE)
 		INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
-		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $10, $5 FROM c`
-	args := []any{id, m.ChatID, string(m.Role), parts, now, u.InputTokens, u.OutputTokens, u.CostMicros, m.Usage != nil, usage}
+		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $6, $5 FROM c`
+	args := []any{id, m.ChatID, string(m.Role), parts, now, usage}
 	failed := func(err error) error {
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = store.ErrNotFound
@@ -154,7 +146,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		// the transaction's next round trip.
 		t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
 			if err == nil && tag.RowsAffected() == 0 {
-				err = pgx.ErrNoRows // no such chat: the CTE updated nothing
+				err = pgx.ErrNoRows // no such chat: the CTE found nothing
 			}
 			if err != nil {
 				return failed(err)
@@ -166,6 +158,20 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	if err := t.q.QueryRow(ctx, insert+` RETURNING id`, args...).Scan(&m.ID); err != nil {
 		m.CreatedAt = time.Time{}
 		return failed(err)
+	}
+	return nil
+}
+
+func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
+	tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
+		usage_output_tokens = usage_output_tokens + $3, usage_cost_micros = usage_cost_micros + $4,
+		updated_at = $5 WHERE id = $1`,
+		chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now())
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("add usage to chat %s: %w", chatID, err)
 	}
 	return nil
 }

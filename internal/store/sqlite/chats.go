@@ -220,11 +220,14 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
-			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END
+			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
+			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,
+			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
 		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(dbutil.Now()),
-		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), id, string(tr.From)))
+		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr),
+		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}

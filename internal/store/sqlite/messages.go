@@ -116,15 +116,6 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	}
 	// The foreign key refuses a message of an unknown chat (ErrNotFound).
 	now := dbutil.Now()
-	if m.Usage != nil {
-		res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
-			usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
-			updated_at = ? WHERE id = ?`,
-			m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CostMicros, dbutil.Micros(now), m.ChatID)
-		if err := oneRow(res, err); err != nil {
-			return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
-		}
-	}
 	if m.ID != 0 { // reserved: nothing to read back
 		_, err = t.q.ExecContext(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at)
 			VALUES (?, ?, ?, ?, ?, ?)`,
@@ -138,6 +129,17 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}
 	m.CreatedAt = now
+	return nil
+}
+
+func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
+	res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
+		usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
+		updated_at = ? WHERE id = ?`,
+		u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Micros(dbutil.Now()), chatID)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("add usage to chat %s: %w", chatID, err)
+	}
 	return nil
 }
 

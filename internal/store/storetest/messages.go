@@ -180,17 +180,14 @@ func testMessagesLimit(t *testing.T, open opener) {
 	}
 }
 
+// testMessageUsage: a message's usage is stored with it and leaves the
+// chat's totals alone; AddUsage adds to them (and bumps UpdatedAt), and so
+// does a status change's AddUsage; AddUsage on a missing chat is
+// ErrNotFound.
 func testMessageUsage(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	c := addChat(t, s, chat.Chat{Usage: chat.Usage{InputTokens: 1, OutputTokens: 2, CostMicros: 3}})
-	mark := clockPast(t, c.UpdatedAt)
-	appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Usage: &chat.Usage{InputTokens: 10, OutputTokens: 20, CostMicros: 30}})
-	got := getChat(t, s, c.ID)
-	wantEqual(t, "usage", got.Usage, chat.Usage{InputTokens: 11, OutputTokens: 22, CostMicros: 33})
-	if got.UpdatedAt.Before(mark) {
-		t.Fatalf("UpdatedAt = %v, not bumped past %v", got.UpdatedAt, mark)
-	}
+	c := addChat(t, s, chat.Chat{Status: chat.Pending, Usage: chat.Usage{InputTokens: 1, OutputTokens: 2, CostMicros: 3}})
 	inTx(t, s, func(tx store.Tx) error {
 		for _, u := range []*chat.Usage{{InputTokens: 100}, nil, {OutputTokens: 200, CostMicros: 300}} {
 			m := chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Usage: u}
@@ -200,11 +197,31 @@ func testMessageUsage(t *testing.T, open opener) {
 		}
 		return nil
 	})
-	wantEqual(t, "usage", getChat(t, s, c.ID).Usage, chat.Usage{InputTokens: 111, OutputTokens: 222, CostMicros: 333})
+	wantEqual(t, "usage after inserts", getChat(t, s, c.ID).Usage, chat.Usage{InputTokens: 1, OutputTokens: 2, CostMicros: 3})
 	msgs := listMessages(t, s, c.ID, 0, 0)
-	if msgs[2].Usage != nil || *msgs[3].Usage != (chat.Usage{OutputTokens: 200, CostMicros: 300}) {
-		t.Fatalf("message usage did not round-trip: %+v, %+v", msgs[2].Usage, msgs[3].Usage)
+	if *msgs[0].Usage != (chat.Usage{InputTokens: 100}) || msgs[1].Usage != nil || *msgs[2].Usage != (chat.Usage{OutputTokens: 200, CostMicros: 300}) {
+		t.Fatalf("message usage did not round-trip: %+v, %+v, %+v", msgs[0].Usage, msgs[1].Usage, msgs[2].Usage)
 	}
+
+	mark := clockPast(t, getChat(t, s, c.ID).UpdatedAt)
+	inTx(t, s, func(tx store.Tx) error { return tx.AddUsage(t.Context(), c.ID, chat.Usage{InputTokens: 10, OutputTokens: 20, CostMicros: 30}) })
+	got := getChat(t, s, c.ID)
+	wantEqual(t, "usage after AddUsage", got.Usage, chat.Usage{InputTokens: 11, OutputTokens: 22, CostMicros: 33})
+	if got.UpdatedAt.Before(mark) {
+		t.Fatalf("UpdatedAt = %v, not bumped past %v", got.UpdatedAt, mark)
+	}
+
+	_, l := acquire(t, s, "w1", longTTL)
+	inTx(t, s, func(tx store.Tx) error {
+		c, err := tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting,
+			AddUsage: chat.Usage{InputTokens: 100, OutputTokens: 200, CostMicros: 300}})
+		wantEqual(t, "usage the status change returns", c.Usage, chat.Usage{InputTokens: 111, OutputTokens: 222, CostMicros: 333})
+		return err
+	})
+	wantEqual(t, "usage after the status change", getChat(t, s, c.ID).Usage, chat.Usage{InputTokens: 111, OutputTokens: 222, CostMicros: 333})
+
+	err := txErr(t, s, func(tx store.Tx) error { return tx.AddUsage(t.Context(), "missing", chat.Usage{InputTokens: 1}) })
+	wantErr(t, "AddUsage to a missing chat", err, store.ErrNotFound)
 }
 
 func testMessageUnknownChat(t *testing.T, open opener) {

@@ -156,7 +156,13 @@ func testConcurrentAppends(t *testing.T, open opener) {
 			if i%2 == 0 {
 				m.Usage = &chat.Usage{InputTokens: 1}
 			}
-			if err := s.InTx(t.Context(), func(tx store.Tx) error { return tx.InsertMessage(t.Context(), &m) }); err != nil {
+			err := s.InTx(t.Context(), func(tx store.Tx) error {
+				if err := tx.InsertMessage(t.Context(), &m); err != nil || m.Usage == nil {
+					return err
+				}
+				return tx.AddUsage(t.Context(), c.ID, *m.Usage)
+			})
+			if err != nil {
 				return err
 			}
 			mine[w] = append(mine[w], m.ID)
