@@ -204,7 +204,9 @@ func testMessageUsage(t *testing.T, open opener) {
 	}
 
 	mark := clockPast(t, getChat(t, s, c.ID).UpdatedAt)
-	inTx(t, s, func(tx store.Tx) error { return tx.AddUsage(t.Context(), c.ID, chat.Usage{InputTokens: 10, OutputTokens: 20, CostMicros: 30}) })
+	inTx(t, s, func(tx store.Tx) error {
+		return tx.AddUsage(t.Context(), c.ID, chat.Usage{InputTokens: 10, OutputTokens: 20, CostMicros: 30})
+	})
 	got := getChat(t, s, c.ID)
 	wantEqual(t, "usage after AddUsage", got.Usage, chat.Usage{InputTokens: 11, OutputTokens: 22, CostMicros: 33})
 	if got.UpdatedAt.Before(mark) {
