@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/internal/pubsub"
 )
 
 const (
@@ -20,12 +22,19 @@ const (
 	maxTopicLen = 4096
 )
 
-// frame is the JSON text of one notification. Topic and payload are bytes,
-// which JSON carries as base64, so any value is valid NOTIFY text.
-type frame struct {
+// note is the JSON text of one notification: the messages of one
+// publication, in order, as many as fit (a publication too big for one
+// note takes several). Topic and payload are bytes, which JSON carries as
+// base64, so any value is valid NOTIFY text.
+type note struct {
 	// Origin must stay the first field: a replica knows its own
 	// notifications by their first bytes (PubSub.ownPrefix).
-	Origin  string `json:"o"`
+	Origin string `json:"o"`
+	Msgs   []item `json:"m"`
+}
+
+// item is one message of a note.
+type item struct {
 	Topic   []byte `json:"t"`
 	Payload []byte `json:"p,omitempty"`
 	// Ref, when set, is the id of the pubsub_payloads row that holds the
@@ -44,33 +53,73 @@ func (p *PubSub) storePayload(ctx context.Context, payload []byte) (int64, error
 	return id, err
 }
 
-// framePrefix is how the text of every frame from origin begins.
+// framePrefix is how the text of every note from origin begins.
 func framePrefix(origin string) string { return `{"o":"` + origin + `",` }
 
-// notification returns the text to notify for a message, storing the payload
-// with store first if it is too large to be sent inline.
-func (p *PubSub) notification(ctx context.Context, topic string, payload []byte, store storeFunc) (string, error) {
-	f := frame{Origin: p.origin, Topic: []byte(topic), Payload: payload}
-	// A payload whose base64 alone is over the limit needs no trial encoding.
-	if base64.StdEncoding.EncodedLen(len(payload)) <= notifyLimit {
-		b, err := json.Marshal(f)
+// notes returns the notification texts of msgs: each message in order,
+// packed into as few notes as fit under notifyLimit. A payload too large for
+// a note of its own is stored with store first, and its note refers to it.
+func (p *PubSub) notes(ctx context.Context, msgs []pubsub.Message, store storeFunc) ([]string, error) {
+	head := framePrefix(p.origin) + `"m":[`
+	const tail = `]}`
+	var (
+		notes []string
+		cur   []byte // the note being filled: head, then items
+		n     int    // items in cur
+	)
+	flush := func() {
+		if n > 0 {
+			notes = append(notes, string(append(cur, tail...)))
+		}
+		cur, n = append(cur[:0:0], head...), 0
+	}
+	flush()
+	for _, m := range msgs {
+		if len(m.Topic) > maxTopicLen {
+			return nil, fmt.Errorf("publish: topic of %d bytes is longer than %d", len(m.Topic), maxTopicLen)
+		}
+		it := item{Topic: []byte(m.Topic), Payload: m.Payload}
+		b, err := p.encodeItem(ctx, it, len(head)+len(tail), store)
 		if err != nil {
-			return "", fmt.Errorf("encode notification: %w", err)
+			return nil, fmt.Errorf("publish on %q: %w", m.Topic, err)
 		}
-		if len(b) <= notifyLimit {
-			return string(b), nil
+		if n > 0 && len(cur)+1+len(b)+len(tail) > notifyLimit {
+			flush()
+		}
+		if n > 0 {
+			cur = append(cur, ',')
+		}
+		cur = append(cur, b...)
+		n++
+	}
+	flush()
+	return notes, nil
+}
+
+// encodeItem returns the JSON of it, which must fit in a note beside room
+// bytes of its frame: a payload too large for that is stored with store and
+// referred to.
+func (p *PubSub) encodeItem(ctx context.Context, it item, room int, store storeFunc) ([]byte, error) {
+	// A payload whose base64 alone is over the limit needs no trial encoding.
+	if base64.StdEncoding.EncodedLen(len(it.Payload))+room <= notifyLimit {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("encode notification: %w", err)
+		}
+		if len(b)+room <= notifyLimit {
+			return b, nil
 		}
 	}
-	var err error
-	if f.Ref, err = store(ctx, payload); err != nil {
-		return "", fmt.Errorf("store large payload (%d bytes): %w", len(payload), err)
-	}
-	f.Payload = nil
-	b, err := json.Marshal(f)
+	ref, err := store(ctx, it.Payload)
 	if err != nil {
-		return "", fmt.Errorf("encode notification: %w", err)
+		return nil, fmt.Errorf("store large payload (%d bytes): %w", len(it.Payload), err)
 	}
-	return string(b), nil
+	it.Payload, it.Ref = nil, ref
+	b, err := json.Marshal(it)
+	if err != nil {
+		return nil, fmt.Errorf("encode notification: %w", err)
+	}
+	return b, nil
 }
 
 // fetch returns a payload stored by another replica.

@@ -101,22 +101,30 @@ func (p *PubSub) reconnect(ctx context.Context) *pgx.Conn {
 	}
 }
 
-// dispatch delivers one notification to the local subscribers of its topic.
-// A message that cannot be delivered becomes a Missed marker, never nothing.
+// dispatch delivers the messages of one notification to the local
+// subscribers of their topics. A message that cannot be delivered becomes a
+// Missed marker, never nothing.
 func (p *PubSub) dispatch(ctx context.Context, n *pgconn.Notification) {
 	if strings.HasPrefix(n.Payload, p.ownPrefix) {
 		return // our own, delivered locally when published: skip decoding it
 	}
-	var f frame
-	if err := json.Unmarshal([]byte(n.Payload), &f); err != nil || f.Origin == "" {
+	var nt note
+	if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil || nt.Origin == "" {
 		p.log.Warn("pubsub: malformed notification; telling every subscriber it may have missed messages",
 			"err", err, "notification", truncate(n.Payload, 200))
 		p.hub.MissedAll()
 		return
 	}
-	if f.Origin == p.origin {
+	if nt.Origin == p.origin {
 		return // delivered locally when published
 	}
+	for _, it := range nt.Msgs {
+		p.dispatchItem(ctx, it)
+	}
+}
+
+// dispatchItem delivers one message of a notification.
+func (p *PubSub) dispatchItem(ctx context.Context, f item) {
 	topic := string(f.Topic)
 	if !p.hub.HasSubscribers(topic) {
 		return // nobody here wants it: skip fetching a stored payload

@@ -146,12 +146,13 @@ func (p *PubSub) Publish(ctx context.Context, topic string, payload []byte) erro
 
 // PublishBatch delivers msgs to this replica's subscribers at once and
 // notifies the other replicas of all of them in one statement (one round
-// trip, unless payloads are large enough to be stored by reference).
+// trip, unless payloads are large enough to be stored by reference), in as
+// few notifications as they fit in.
 func (p *PubSub) PublishBatch(ctx context.Context, msgs []pubsub.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	notes, err := p.notifications(ctx, msgs, p.storePayload)
+	notes, err := p.notes(ctx, msgs, p.storePayload)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (p *PubSub) PublishLocal(topic string, payload []byte) error {
 // this replica's subscribers after the commit. Large payloads are stored in
 // the transaction too.
 func (p *PubSub) Stage(ctx context.Context, ob pubsub.Outbox, msgs []pubsub.Message) (deliver func(), err error) {
-	notes, err := p.notifications(ctx, msgs, ob.StorePayload)
+	notes, err := p.notes(ctx, msgs, ob.StorePayload)
 	if err != nil {
 		return nil, err
 	}
@@ -192,23 +193,6 @@ func (p *PubSub) Stage(ctx context.Context, ob pubsub.Outbox, msgs []pubsub.Mess
 	}
 	// After a Close there is nobody left to deliver to.
 	return func() { _ = p.deliver(msgs) }, nil
-}
-
-// notifications returns the notification texts of msgs, storing large
-// payloads with store.
-func (p *PubSub) notifications(ctx context.Context, msgs []pubsub.Message, store storeFunc) ([]string, error) {
-	notes := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if len(m.Topic) > maxTopicLen {
-			return nil, fmt.Errorf("publish: topic of %d bytes is longer than %d", len(m.Topic), maxTopicLen)
-		}
-		note, err := p.notification(ctx, m.Topic, m.Payload, store)
-		if err != nil {
-			return nil, fmt.Errorf("publish on %q: %w", m.Topic, err)
-		}
-		notes = append(notes, note)
-	}
-	return notes, nil
 }
 
 // deliver hands msgs to this replica's subscribers (their echo from the

@@ -91,7 +91,7 @@ func TestLostPayloadBecomesMissed(t *testing.T) {
 	// A reference to a stored payload that no longer exists: only the
 	// topic's subscribers are told.
 	topic := base64.StdEncoding.EncodeToString([]byte("t"))
-	notify(t, pool, channel, fmt.Sprintf(`{"o":"elsewhere","t":%q,"r":999999999}`, topic))
+	notify(t, pool, channel, fmt.Sprintf(`{"o":"elsewhere","m":[{"t":%q,"r":999999999}]}`, topic))
 	if m := receive(t, sub); !m.Missed || m.Topic != "t" {
 		t.Fatalf("after a lost payload got %+v, want a Missed marker on %q", m, "t")
 	}
