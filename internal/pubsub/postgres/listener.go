@@ -108,8 +108,10 @@ func (p *PubSub) dispatch(ctx context.Context, n *pgconn.Notification) {
 	if strings.HasPrefix(n.Payload, p.ownPrefix) {
 		return // our own, delivered locally when published: skip decoding it
 	}
+	// A note without messages is malformed too: an older replica's
+	// one-message frame, say, during a rolling upgrade.
 	var nt note
-	if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil || nt.Origin == "" {
+	if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil || nt.Origin == "" || len(nt.Msgs) == 0 {
 		p.log.Warn("pubsub: malformed notification; telling every subscriber it may have missed messages",
 			"err", err, "notification", truncate(n.Payload, 200))
 		p.hub.MissedAll()
