@@ -42,7 +42,7 @@ func (e *Engine) expireAction(ctx context.Context, id string) error {
 		if c.Status != chat.RequiresAction || c.ActionDeadline == nil || c.ActionDeadline.After(time.Now()) {
 			return nil // someone answered, or it moved on, first
 		}
-		history, err := loadHistory(ctx, tx, id)
+		history, err := readOn(ctx, tx, id, nil)
 		if err != nil {
 			return err
 		}

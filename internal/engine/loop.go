@@ -230,28 +230,24 @@ func toolCalls(parts []chat.Part) []chat.ToolCall {
 func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
 	first := r.first
 	r.first = nil
-	switch {
-	case first == nil:
-		return loadHistory(ctx, r.e.st, r.chat.ID)
-	case len(first) < firstPage:
+	if first != nil && len(first) < firstPage {
 		return first, nil
 	}
-	all := first
-	err := store.ForEachMessage(ctx, r.e.st, r.chat.ID, first[len(first)-1].ID, func(m chat.Message) error {
-		all = append(all, m)
-		return nil
-	})
-	return all, err
+	return readOn(ctx, r.e.st, r.chat.ID, first)
 }
 
-// loadHistory reads a chat's whole history.
-func loadHistory(ctx context.Context, r store.Reader, chatID string) ([]chat.Message, error) {
-	var all []chat.Message
-	err := store.ForEachMessage(ctx, r, chatID, 0, func(m chat.Message) error {
-		all = append(all, m)
+// readOn appends to msgs, the start of a chat's history (none: nil), the
+// rest of it.
+func readOn(ctx context.Context, r store.Reader, chatID string, msgs []chat.Message) ([]chat.Message, error) {
+	var after int64
+	if len(msgs) > 0 {
+		after = msgs[len(msgs)-1].ID
+	}
+	err := store.ForEachMessage(ctx, r, chatID, after, func(m chat.Message) error {
+		msgs = append(msgs, m)
 		return nil
 	})
-	return all, err
+	return msgs, err
 }
 
 // toolDefs lists what the model may call: the server's tools and the chat's

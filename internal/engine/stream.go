@@ -97,7 +97,7 @@ func (s *stepState) flush() {
 // even encoded when the PubSub knows there are none.
 func (e *Engine) publishParts(chatID string, batch *events.PartBatch, watched bool) error {
 	topic := events.ChatTopic(chatID)
-	if aud, ok := e.ps.(pubsub.Audience); ok && !watched && !aud.HasSubscribers(topic) {
+	if !watched && !pubsub.MayHear(e.ps, topic) {
 		return nil
 	}
 	payload := events.Encode(events.ChatEvent{Kind: events.KindPart, Parts: batch})

@@ -80,13 +80,12 @@ func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
 		return nil
 	}
 	msgs := make([]pubsub.Message, 0, len(n.Chat)+len(n.Feed)+len(n.Control)+1)
-	// On a busy server most chat events have no subscriber.
-	aud, knows := ps.(pubsub.Audience)
+	// On a busy server most chat events have no subscriber: they are not
+	// even encoded.
 	add := func(topic string, v any) {
-		if knows && !aud.HasSubscribers(topic) {
-			return
+		if pubsub.MayHear(ps, topic) {
+			msgs = append(msgs, pubsub.Message{Topic: topic, Payload: Encode(v)})
 		}
-		msgs = append(msgs, pubsub.Message{Topic: topic, Payload: Encode(v)})
 	}
 	for _, c := range n.Chat {
 		add(ChatTopic(c.ChatID), c.Event)
@@ -97,7 +96,7 @@ func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
 	for _, c := range n.Control {
 		add(ControlTopic(c.ChatID), c.Msg)
 	}
-	if n.Wake && (!knows || aud.HasSubscribers(WorkTopic)) {
+	if n.Wake && pubsub.MayHear(ps, WorkTopic) {
 		msgs = append(msgs, pubsub.Message{Topic: WorkTopic})
 	}
 	return msgs

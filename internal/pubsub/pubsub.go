@@ -69,6 +69,13 @@ type Audience interface {
 	HasSubscribers(topic string) bool
 }
 
+// MayHear reports whether a message on topic may reach a subscriber: false
+// only where ps is an Audience with none for it.
+func MayHear(ps PubSub, topic string) bool {
+	aud, ok := ps.(Audience)
+	return !ok || aud.HasSubscribers(topic)
+}
+
 // Subscription is one subscriber's view of a topic.
 type Subscription interface {
 	// C delivers messages. It is closed when the subscription ends; Err then

@@ -46,11 +46,27 @@ type item struct {
 // pubsub_payloads id.
 type storeFunc func(ctx context.Context, payload []byte) (int64, error)
 
+// RowQuerier runs a query for one row: a pool, a connection, a transaction.
+type RowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// StorePayload stores, through q, a payload too large for a notification in
+// the pubsub_payloads table and returns its id: on the pool for a publish of
+// its own, in the transaction for one that travels with a commit (the
+// PostgreSQL store's pubsub.Outbox).
+func StorePayload(ctx context.Context, q RowQuerier, payload []byte) (int64, error) {
+	var id int64
+	err := q.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store notification payload (%d bytes): %w", len(payload), err)
+	}
+	return id, nil
+}
+
 // storePayload stores a payload on a connection of the pool.
 func (p *PubSub) storePayload(ctx context.Context, payload []byte) (int64, error) {
-	var id int64
-	err := p.pool.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
-	return id, err
+	return StorePayload(ctx, p.pool, payload)
 }
 
 // framePrefix is how the text of every note from origin begins.
@@ -112,7 +128,7 @@ func (p *PubSub) encodeItem(ctx context.Context, it item, room int, store storeF
 	}
 	ref, err := store(ctx, it.Payload)
 	if err != nil {
-		return nil, fmt.Errorf("store large payload (%d bytes): %w", len(it.Payload), err)
+		return nil, err // StorePayload says what failed
 	}
 	it.Payload, it.Ref = nil, ref
 	b, err := json.Marshal(it)

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/parleyhq/parley/internal/pubsub"
+	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -154,10 +155,5 @@ func (t *tx) Notify(channel, payload string) { t.lazy.notify(channel, payload) }
 // StorePayload stores a payload too large for a notification in the
 // pubsub_payloads table, within the transaction.
 func (t *tx) StorePayload(ctx context.Context, payload []byte) (int64, error) {
-	var id int64
-	err := t.q.QueryRow(ctx, "INSERT INTO pubsub_payloads (payload) VALUES ($1) RETURNING id", payload).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("store notification payload (%d bytes): %w", len(payload), err)
-	}
-	return id, nil
+	return pgpubsub.StorePayload(ctx, t.q, payload)
 }
