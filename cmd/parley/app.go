@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 
@@ -26,4 +27,14 @@ func (a *app) loadConfig() (*config.Config, error) {
 	}
 	a.level.Set(cfg.SlogLevel())
 	return cfg, nil
+}
+
+// openDatabase loads the configuration and opens (and migrates) its
+// database, for the commands that need nothing else of it.
+func (a *app) openDatabase(ctx context.Context) (*database, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return openDatabase(ctx, cfg)
 }

@@ -24,11 +24,7 @@ changes nothing.`,
   parley migrate --database postgres://parley@db.internal:5432/parley`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			db, err := openDatabase(cmd.Context(), cfg)
+			db, err := a.openDatabase(cmd.Context())
 			if err != nil {
 				return err
 			}

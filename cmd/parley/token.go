@@ -52,11 +52,7 @@ Owner names are 1-63 characters: lower-case letters, digits, "_", "." and
 			if err := auth.ValidOwner(owner); err != nil {
 				return &usageError{cmd: cmd.CommandPath(), err: err}
 			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			db, err := openDatabase(cmd.Context(), cfg)
+			db, err := a.openDatabase(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -87,11 +83,7 @@ not stored.`,
   parley token list --owner alice`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			db, err := openDatabase(cmd.Context(), cfg)
+			db, err := a.openDatabase(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -131,11 +123,7 @@ Revoking a revoked token changes nothing; an unknown id is an error.`,
 			if tid, _, err := auth.Parse(id); err == nil {
 				id = tid // a whole token was given
 			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			db, err := openDatabase(cmd.Context(), cfg)
+			db, err := a.openDatabase(cmd.Context())
 			if err != nil {
 				return err
 			}
