@@ -87,12 +87,8 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &req)
 
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher := w.(http.Flusher)
-	flusher.Flush()
-	if !waitFor(r, turn.FirstChunkDelay) {
+	flusher, ok := startStream(w, r, turn.FirstChunkDelay)
+	if !ok {
 		return
 	}
 	for i, ev := range anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n)) {

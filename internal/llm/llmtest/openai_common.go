@@ -101,12 +101,8 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher := w.(http.Flusher)
-	flusher.Flush()
-	if !waitFor(r, turn.FirstChunkDelay) {
+	flusher, ok := startStream(w, r, turn.FirstChunkDelay)
+	if !ok {
 		return
 	}
 	for i, ev := range f.events(turn, req, n) {

@@ -112,6 +112,17 @@ func Chunks(s string, n int) []string {
 	return out
 }
 
+// startStream answers 200 with the headers of an SSE stream, flushed, then
+// waits the turn's first-chunk delay; false if the client went away.
+func startStream(w http.ResponseWriter, r *http.Request, firstChunkDelay time.Duration) (http.Flusher, bool) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher := w.(http.Flusher)
+	flusher.Flush()
+	return flusher, waitFor(r, firstChunkDelay)
+}
+
 // waitFor sleeps for d, or until the client goes away; it reports whether
 // the client is still there. Every fake uses it for its scripted delays.
 func waitFor(r *http.Request, d time.Duration) bool {
