@@ -17,8 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/llm/catalog"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
-	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
-	"github.com/parleyhq/parley/internal/store/postgres"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
 // fakeKeyEnv names the variable the fake model's API key is read from.
@@ -266,19 +265,7 @@ func kinds(evs []sseEv) string {
 // engine unless the test runs one (runEngine).
 func newLivePostgres(t *testing.T, dsn, channel string, fake *llmtest.OpenAIChat) *server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ps, err := pgpubsub.New(ctx, st.Pool(), log, pgpubsub.WithChannel(channel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, ps := pgtest.Replica(t, dsn, channel, log)
 	return start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
 }

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"crypto/rand"
 	"log/slog"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
-	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
-	"github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -20,20 +17,8 @@ import (
 // pool, its own LISTEN connection on channel, its own API and HTTP server.
 func newPostgres(t *testing.T, dsn, channel string) *server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ps, err := pgpubsub.New(ctx, st.Pool(), log, pgpubsub.WithChannel(channel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, ps := pgtest.Replica(t, dsn, channel, log)
 	return start(t, st, ps, setup{cfg: testConfig(), keepAlive: time.Hour})
 }
 

@@ -11,8 +11,6 @@ import (
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/echo"
-	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
-	"github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -20,19 +18,7 @@ import (
 // and its own LISTEN connection on channel.
 func pgReplica(t *testing.T, dsn, channel, token string) *server {
 	t.Helper()
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := pgpubsub.New(ctx, st.Pool(), nil, pgpubsub.WithChannel(channel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, ps := pgtest.Replica(t, dsn, channel, nil)
 	return startReplica(t, replica{st: st, ps: ps, token: token,
 		models: models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo"}}})
 }

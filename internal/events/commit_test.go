@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
@@ -9,9 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
-	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
 	"github.com/parleyhq/parley/internal/store"
-	pgstore "github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -23,21 +22,9 @@ import (
 func TestCommitReportsALostLeaseWhateverTheEventSize(t *testing.T) {
 	for _, size := range []int{1, 20000} {
 		t.Run(map[int]string{1: "small event", 20000: "large event"}[size], func(t *testing.T) {
-			st, err := pgstore.Open(t.Context(), pgtest.DSN(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(t.Context()); err != nil {
-				t.Fatal(err)
-			}
 			log := slog.New(slog.DiscardHandler)
-			ps, err := pgpubsub.New(t.Context(), st.Pool(), log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ps.Close() })
-			err = st.InTx(t.Context(), func(tx store.Tx) error {
+			st, ps := pgtest.Replica(t, pgtest.DSN(t), "events_test_"+strings.ToLower(rand.Text()[:10]), log)
+			err := st.InTx(t.Context(), func(tx store.Tx) error {
 				if _, err := tx.CreateOwner(t.Context(), "alice"); err != nil {
 					return err
 				}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	storepg "github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -22,13 +21,5 @@ func testDB(t *testing.T) (string, *pgxpool.Pool) {
 // of the test.
 func openPool(t *testing.T, dsn string) *pgxpool.Pool {
 	t.Helper()
-	st, err := storepg.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(t.Context()); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return st.Pool()
+	return pgtest.Store(t, dsn).Pool()
 }

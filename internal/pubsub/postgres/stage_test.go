@@ -8,7 +8,6 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/postgres"
 	"github.com/parleyhq/parley/internal/store"
-	storepg "github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -19,14 +18,7 @@ import (
 // what it staged.
 func TestStageSendsWithTheCommit(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	st, err := storepg.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	st := pgtest.Store(t, dsn)
 	channel := postgres.WithChannel(uniqueName())
 	a := open(t, st.Pool(), channel)
 	b := open(t, openPool(t, dsn), channel)

@@ -1,5 +1,6 @@
-// Package pgtest gives tests an empty PostgreSQL schema of their own. It is
-// meant for _test files only.
+// Package pgtest gives tests an empty PostgreSQL schema of their own, and a
+// migrated store (with a pubsub, for a replica) on it. It is meant for _test
+// files only.
 package pgtest
 
 import (

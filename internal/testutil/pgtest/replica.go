@@ -1,0 +1,41 @@
+package pgtest
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
+	"github.com/parleyhq/parley/internal/store/postgres"
+)
+
+// Store opens a store on dsn (from DSN) and migrates it; it is closed when
+// the test ends.
+func Store(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Replica opens what one parley replica has of its own on the database of
+// dsn: a migrated store (its pool) and a pubsub listening on channel on a
+// connection of its own. log may be nil. Both are closed when the test
+// ends.
+func Replica(t testing.TB, dsn, channel string, log *slog.Logger) (*postgres.Store, *pgpubsub.PubSub) {
+	t.Helper()
+	st := Store(t, dsn)
+	ps, err := pgpubsub.New(context.Background(), st.Pool(), log, pgpubsub.WithChannel(channel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ps.Close() })
+	return st, ps
+}
