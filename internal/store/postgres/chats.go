@@ -199,28 +199,15 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err := dbutil.CheckTransition(tr); err != nil {
 		return chat.Chat{}, fmt.Errorf("transition chat %s: %w", id, err)
 	}
-	var lastErr []byte
-	if tr.To == chat.Error {
-		var err error
-		if lastErr, err = dbutil.EncodeNullable(tr.LastError); err != nil {
-			return chat.Chat{}, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
-		}
+	args, err := transitionArgs(id, tr)
+	if err != nil {
+		return chat.Chat{}, err
 	}
-	var deadline *time.Time
-	if tr.To == chat.RequiresAction {
-		deadline = dbutil.UTCPtr(tr.ActionDeadline)
+	if w := t.lazy.takeHeld(id, tr.From); w != nil {
+		return t.finalWrite(ctx, w, args, tr)
 	}
-	// Leaving running ends the lease: no worker holds the chat any more.
-	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats
-		SET status = `+dbutil.NewStatus("$8::boolean", "$3::text")+`, last_error = $4, action_deadline = $5, updated_at = $6,
-			worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
-			lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
-			usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
-			usage_cost_micros = usage_cost_micros + $11
-		WHERE id = $1 AND status = $2
-		RETURNING `+chatColumns,
-		id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued,
-		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros))
+	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats SET `+transitionSet+` WHERE id = $1 AND status = $2
+		RETURNING `+chatColumns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}
@@ -228,6 +215,32 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 		return chat.Chat{}, fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
 	}
 	return c, nil
+}
+
+// transitionSet is the SET clause of a Transition's UPDATE; transitionArgs
+// are its arguments, $1 (the chat's id) to $11, $2 being From.
+// Leaving running ends the lease: no worker holds the chat any more.
+var transitionSet = `status = ` + dbutil.NewStatus("$8::boolean", "$3::text") + `,
+	last_error = $4, action_deadline = $5, updated_at = $6,
+	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
+	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
+	usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
+	usage_cost_micros = usage_cost_micros + $11`
+
+func transitionArgs(id string, tr store.Transition) ([]any, error) {
+	var lastErr []byte
+	if tr.To == chat.Error {
+		var err error
+		if lastErr, err = dbutil.EncodeNullable(tr.LastError); err != nil {
+			return nil, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
+		}
+	}
+	var deadline *time.Time
+	if tr.To == chat.RequiresAction {
+		deadline = dbutil.UTCPtr(tr.ActionDeadline)
+	}
+	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued,
+		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros}, nil
 }
 
 // statusConflict explains a conditional status update that matched no row.

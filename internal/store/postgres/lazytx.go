@@ -22,6 +22,9 @@ type lazyTx struct {
 	begun bool
 	// Statements waiting for the next round trip, in order.
 	deferred []deferred
+	// A fence and inserts held back for the chat's status change (see
+	// heldWrite), sent before anything else.
+	held *heldWrite
 	// Notifications queued for the commit: channels[i] gets payloads[i].
 	channels, payloads []string
 }
@@ -42,6 +45,7 @@ var _ querier = (*lazyTx)(nil)
 // deferExec queues a statement to travel with the transaction's next round
 // trip; check reports its failure there.
 func (t *lazyTx) deferExec(check func(pgconn.CommandTag, error) error, sql string, args ...any) {
+	t.unhold()
 	t.deferred = append(t.deferred, deferred{sql: sql, args: args, check: check})
 }
 
@@ -80,6 +84,7 @@ func (t *lazyTx) send(ctx context.Context, sql string, args []any) (pgx.BatchRes
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
@@ -92,6 +97,7 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Query(ctx, sql, args...)
 	}
@@ -108,6 +114,7 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
@@ -124,7 +131,7 @@ func (t *lazyTx) notify(channel, payload string) {
 // rollback rolls the transaction back, if it ever began; its deferred
 // statements and notifications are dropped.
 func (t *lazyTx) rollback(ctx context.Context) error {
-	t.deferred, t.channels, t.payloads = nil, nil, nil
+	t.held, t.deferred, t.channels, t.payloads = nil, nil, nil, nil
 	if !t.begun {
 		return nil
 	}
@@ -137,6 +144,7 @@ func (t *lazyTx) rollback(ctx context.Context) error {
 // in one round trip. A transaction that ran no statement has nothing to
 // commit, but its notifications are still sent.
 func (t *lazyTx) commit(ctx context.Context) error {
+	t.unhold()
 	if len(t.channels) > 0 {
 		t.deferExec(func(_ pgconn.CommandTag, err error) error {
 			if err != nil {

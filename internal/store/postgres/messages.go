@@ -124,43 +124,46 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
 	}
 	now := dbutil.Now()
-	// One statement: the CTE takes lockForAppend's row lock (no new row
-	// version: the chat's row is not changed); no row means no such chat.
-	var id *int64
+	m.CreatedAt = now
 	if m.ID != 0 { // reserved with ReserveMessageIDs
-		id = &m.ID
+		// The id is known: nothing to wait for, so the insert travels with
+		// the transaction's next round trip (behind the fence, if one is
+		// held for the chat).
+		var u *string
+		if usage != nil {
+			s := string(usage)
+			u = &s
+		}
+		if !t.lazy.holdInsert(m.ChatID, heldInsert{id: m.ID, role: string(m.Role), parts: string(parts), usage: u, createdAt: now}) {
+			t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
+				if err == nil && tag.RowsAffected() == 0 {
+					err = store.ErrNotFound // the CTE found no such chat
+				}
+				if err != nil {
+					return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
+				}
+				return nil
+			}, insertMessageSQL, m.ID, m.ChatID, string(m.Role), string(parts), now, u)
+		}
+		return nil
 	}
-	const insert = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO KEY UPDATE)
-		INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
-		SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4, $6, $5 FROM c`
-	args := []any{id, m.ChatID, string(m.Role), parts, now, usage}
-	failed := func(err error) error {
+	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage).Scan(&m.ID)
+	if err != nil {
+		m.CreatedAt = time.Time{}
 		if errors.Is(err, pgx.ErrNoRows) {
-			err = store.ErrNotFound
+			err = store.ErrNotFound // the CTE found no such chat
 		}
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}
-	m.CreatedAt = now
-	if m.ID != 0 {
-		// The id is known: nothing to wait for, so the insert travels with
-		// the transaction's next round trip.
-		t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
-			if err == nil && tag.RowsAffected() == 0 {
-				err = pgx.ErrNoRows // no such chat: the CTE found nothing
-			}
-			if err != nil {
-				return failed(err)
-			}
-			return nil
-		}, insert, args...)
-		return nil
-	}
-	if err := t.q.QueryRow(ctx, insert+` RETURNING id`, args...).Scan(&m.ID); err != nil {
-		m.CreatedAt = time.Time{}
-		return failed(err)
-	}
 	return nil
 }
+
+// insertMessageSQL inserts a message, $1 its id or NULL for the next one.
+// The CTE takes lockForAppend's row lock (no new row version: the chat's
+// row is not changed); no row inserted means no such chat.
+const insertMessageSQL = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO KEY UPDATE)
+	INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
+	SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4::json, $6::json, $5 FROM c`
 
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,

@@ -23,6 +23,7 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"RenewLost":                  testRenewLost,
 	"RecoverExpiredOnce":         testRecoverExpiredOnce,
 	"LostLeaseWritesNothing":     testLostLeaseWritesNothing,
+	"FencedFinalWrite":           testFencedFinalWrite,
 	"LeavingRunningEndsLease":    testLeavingRunningEndsLease,
 	"ExpiredActions":             testExpiredActions,
 	"ExpiredActionsLimitAndInTx": testExpiredActionsLimit,
@@ -77,6 +78,42 @@ func fencedAppend(t *testing.T, s store.Store, l store.Lease, text string) error
 		m := textMessage(l.ChatID, text)
 		return tx.InsertMessage(t.Context(), &m)
 	})
+}
+
+// fencedFinish ends a run the way a worker does at the end of a step:
+// Fence, the step's messages under reserved ids, then the status change
+// from running to waiting with their usage. It returns the chat after the
+// change and the messages as inserted.
+func fencedFinish(t *testing.T, s store.Store, l store.Lease, texts ...string) (chat.Chat, []chat.Message, error) {
+	t.Helper()
+	ids, err := s.ReserveMessageIDs(t.Context(), len(texts))
+	if err != nil {
+		t.Fatalf("reserve %d message ids: %v", len(texts), err)
+	}
+	var (
+		after chat.Chat
+		msgs  []chat.Message
+	)
+	err = txErr(t, s, func(tx store.Tx) error {
+		msgs = msgs[:0]
+		if err := tx.Fence(t.Context(), l); err != nil {
+			return err
+		}
+		var usage chat.Usage
+		for i, text := range texts {
+			m := chat.Message{ID: ids[i], ChatID: l.ChatID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart(text)},
+				Usage: &chat.Usage{InputTokens: 10, OutputTokens: int64(i + 1)}}
+			if err := tx.InsertMessage(t.Context(), &m); err != nil {
+				return err
+			}
+			usage = usage.Add(*m.Usage)
+			msgs = append(msgs, m)
+		}
+		var err error
+		after, err = tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting, AddUsage: usage})
+		return err
+	})
+	return after, msgs, err
 }
 
 // wantExpiry fails the test unless the chat's lease expires ttl after a
@@ -371,7 +408,9 @@ func testLostLeaseWritesNothing(t *testing.T, open opener) {
 			before, errBefore := s.GetChat(t.Context(), c.ID)
 			err := fencedAppend(t, s, l, "too late")
 			wantErr(t, "fenced write after losing the lease", err, store.ErrLeaseLost)
-			wantEqual(t, "history after the refused write", listMessages(t, s, c.ID, 0, 0), history)
+			_, _, err = fencedFinish(t, s, l, "too late", "and later")
+			wantErr(t, "fenced final write after losing the lease", err, store.ErrLeaseLost)
+			wantEqual(t, "history after the refused writes", listMessages(t, s, c.ID, 0, 0), history)
 			after, errAfter := s.GetChat(t.Context(), c.ID)
 			wantEqual(t, "chat after the refused write", after, before)
 			if (errBefore == nil) != (errAfter == nil) {
@@ -379,6 +418,34 @@ func testLostLeaseWritesNothing(t *testing.T, open opener) {
 			}
 		})
 	}
+}
+
+// testFencedFinalWrite: a step's final write (Fence, messages under
+// reserved ids, the change from running with their usage) stores the
+// messages in id order, adds their usage once, and ends the lease.
+func testFencedFinalWrite(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Pending})
+	appendMessage(t, s, textMessage(c.ID, "hello"))
+	_, l := acquire(t, s, "w1", longTTL)
+	after, msgs, err := fencedFinish(t, s, l, "first", "second")
+	if err != nil {
+		t.Fatalf("final write under the live lease: %v", err)
+	}
+	if after.Status != chat.Waiting || after.WorkerID != "" || after.LeaseExpiresAt != nil {
+		t.Fatalf("after the final write: %s, worker %q, lease until %v; want waiting with no lease", after.Status, after.WorkerID, after.LeaseExpiresAt)
+	}
+	wantEqual(t, "usage after the final write", after.Usage, chat.Usage{InputTokens: 20, OutputTokens: 3})
+	wantEqual(t, "stored chat", getChat(t, s, c.ID), after)
+	history := listMessages(t, s, c.ID, 0, 0)
+	if len(history) != 3 {
+		t.Fatalf("%d messages after the final write, want 3", len(history))
+	}
+	wantEqual(t, "messages of the final write", history[1:], msgs)
+	// The lease ended with the write: the same write again is refused.
+	_, _, err = fencedFinish(t, s, l, "again")
+	wantErr(t, "a second final write under the ended lease", err, store.ErrLeaseLost)
 }
 
 // testLeavingRunningEndsLease: a change from running to another status
