@@ -30,6 +30,9 @@ type Chat struct {
 	Usage          Usage             `json:"usage"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// Version grows with every change of the chat; of two copies of a chat,
+	// the one with the greater Version is the newer.
+	Version int64 `json:"version"`
 }
 
 // RequiredAction is what a chat in requires_action waits for: the results of

@@ -153,13 +153,18 @@ func (a *api) replayMessages(ctx context.Context, st *chatStream, id string) err
 var errTooFarBehind = errors.New("too many deltas held")
 
 // chatStream writes one subscriber's chat events, dropping what it sent
-// already: messages up to lastMsg, and each message's deltas below seq.
+// already: messages up to lastMsg, each message's deltas below seq, and
+// status events no newer than the last one sent.
 // Deltas that do not follow on from what was sent are held until the
 // missing ones arrive (the snapshot), or the durable message makes them moot.
 type chatStream struct {
 	sse     *sse
 	lastMsg int64
 	seq     map[int64]int // message id -> deltas sent
+	// version is the Version of the chat in the last status sent: a status
+	// event of an older or the same chat (a change the first status already
+	// showed, delivered late) is dropped.
+	version int64
 
 	nonce   string              // the snapshot request in flight, "" if none
 	holding bool                // hold every delta until the snapshot (or its timeout)
@@ -168,6 +173,10 @@ type chatStream struct {
 }
 
 func (s *chatStream) status(c chat.Chat) error {
+	if c.Version <= s.version {
+		return nil
+	}
+	s.version = c.Version
 	return s.sse.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
 }
 

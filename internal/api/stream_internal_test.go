@@ -70,3 +70,42 @@ func TestChatStreamNeverSendsAGap(t *testing.T) {
 		t.Fatalf("held %d, sent %q", len(s.held), sentText(rec))
 	}
 }
+
+// TestChatStreamStatusOnlyMovesForward: a status event that reaches the
+// stream after a newer (or the same) chat went out, such as a change
+// committed just before the stream's first status read but delivered after
+// it, is dropped; a newer one goes out.
+func TestChatStreamStatusOnlyMovesForward(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := &chatStream{sse: newSSE(rec), seq: map[int64]int{}}
+	sent := func() []string {
+		var got []string
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if i := strings.LastIndex(line, `},"status":"`); strings.HasPrefix(line, "data: ") && i > 0 {
+				rest := line[i+len(`},"status":"`):]
+				got = append(got, rest[:strings.IndexByte(rest, '"')])
+			}
+		}
+		return got
+	}
+	status := func(st chat.Status, version int64) events.ChatEvent {
+		return events.ChatEvent{Kind: events.KindStatus, Chat: &chat.Chat{ID: "c", Status: st, Version: version}}
+	}
+	if err := s.status(chat.Chat{ID: "c", Status: chat.Waiting, Version: 4}); err != nil { // the first status
+		t.Fatal(err)
+	}
+	for _, ev := range []events.ChatEvent{
+		status(chat.Running, 3), // the run that ended before the stream read the chat
+		status(chat.Waiting, 4), // its end: what the first status showed
+		status(chat.Pending, 5), // news
+		status(chat.Running, 6),
+		status(chat.Pending, 5), // late again
+	} {
+		if err := s.live(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(sent(), " "), "waiting pending running"; got != want {
+		t.Fatalf("statuses sent: %s, want %s", got, want)
+	}
+}

@@ -23,6 +23,9 @@ type Chat struct {
 	Usage          Usage             `json:"usage"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// Version grows with every change of the chat that moves UpdatedAt, so
+	// that of two copies of a chat (an event, a read) the newer is known.
+	Version int64 `json:"version"`
 
 	// ToolResultTimeout is this chat's requires_action deadline; zero means
 	// the server's default.

@@ -18,7 +18,7 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at`
+	interrupt_requested, created_at, updated_at, version`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row pgx.Row) (chat.Chat, error) {
@@ -31,7 +31,7 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
-		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt)
+		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -142,7 +142,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
-			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz
+			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
@@ -155,7 +155,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	if tag.RowsAffected() == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt = now, now
+	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
@@ -186,9 +186,12 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	now := dbutil.Now()
-	tag, err := t.q.Exec(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, updated_at = $5
-		WHERE id = $1`, c.ID, c.Title, string(labels), c.Archived, now)
-	if err := oneRow(tag, err); err != nil {
+	err = t.q.QueryRow(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, version = version + 1, updated_at = $5
+		WHERE id = $1 RETURNING version`, c.ID, c.Title, string(labels), c.Archived, now).Scan(&c.Version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -221,7 +224,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 // are its arguments, $1 (the chat's id) to $11, $2 being From.
 // Leaving running ends the lease: no worker holds the chat any more.
 var transitionSet = `status = ` + dbutil.NewStatus("$8::boolean", "$3::text") + `,
-	last_error = $4, action_deadline = $5, updated_at = $6,
+	last_error = $4, action_deadline = $5, version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
 	usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,

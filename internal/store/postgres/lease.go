@@ -27,7 +27,7 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE chats
 		SET status = 'running', worker_id = $1, lease_generation = lease_generation + 1,
-			lease_expires_at = now() + $2::bigint * interval '1 microsecond', updated_at = now()
+			lease_expires_at = now() + $2::bigint * interval '1 microsecond', version = version + 1, updated_at = now()
 		WHERE id IN (SELECT id FROM chats WHERE status = 'pending'
 			ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING `+chatColumns,
@@ -79,7 +79,7 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // once.
 func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE chats
-		SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = now()
+		SET status = 'pending', worker_id = '', lease_expires_at = NULL, version = version + 1, updated_at = now()
 		WHERE id IN (SELECT id FROM chats WHERE status = 'running' AND lease_expires_at < now()
 			FOR UPDATE SKIP LOCKED)
 		RETURNING id`)

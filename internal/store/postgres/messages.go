@@ -168,7 +168,7 @@ const insertMessageSQL = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO K
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
 		usage_output_tokens = usage_output_tokens + $3, usage_cost_micros = usage_cost_micros + $4,
-		updated_at = $5 WHERE id = $1`,
+		version = version + 1, updated_at = $5 WHERE id = $1`,
 		chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now())
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrNotFound

@@ -17,7 +17,7 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at`
+	interrupt_requested, created_at, updated_at, version`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
@@ -30,7 +30,7 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated)
+		&c.InterruptRequested, &created, &updated, &c.Version)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -145,7 +145,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
@@ -161,7 +161,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	} else if n == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt = now, now
+	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
@@ -192,9 +192,12 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	now := dbutil.Now()
-	res, err := t.q.ExecContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, updated_at = ? WHERE id = ?`,
-		c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID)
-	if err := oneRow(res, err); err != nil {
+	err = t.q.QueryRowContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, version = version + 1, updated_at = ?
+		WHERE id = ? RETURNING version`, c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID).Scan(&c.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -218,7 +221,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	}
 	// Leaving running ends the lease: no worker holds the chat any more.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
-		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, updated_at = ?,
+		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
 			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,

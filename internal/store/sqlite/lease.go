@@ -30,7 +30,7 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 		now := dbutil.Now()
 		rows, err := q.QueryContext(ctx, `UPDATE chats
 			SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
-				lease_expires_at = ?, updated_at = ?
+				lease_expires_at = ?, version = version + 1, updated_at = ?
 			WHERE id IN (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT ?)
 			RETURNING `+chatColumns,
 			workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
@@ -81,7 +81,7 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	err := s.writeOne(ctx, func(q querier) error {
 		now := dbutil.Micros(dbutil.Now())
 		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = 'pending', worker_id = '', lease_expires_at = NULL, updated_at = ?
+			SET status = 'pending', worker_id = '', lease_expires_at = NULL, version = version + 1, updated_at = ?
 			WHERE status = 'running' AND lease_expires_at < ?
 			RETURNING id`, now, now)
 		if err != nil {

@@ -135,7 +135,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
 		usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
-		updated_at = ? WHERE id = ?`,
+		version = version + 1, updated_at = ? WHERE id = ?`,
 		u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Micros(dbutil.Now()), chatID)
 	if err := oneRow(res, err); err != nil {
 		return fmt.Errorf("add usage to chat %s: %w", chatID, err)

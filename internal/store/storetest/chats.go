@@ -202,6 +202,7 @@ func testUpdateMeta(t *testing.T, open opener) {
 	}
 	want := stored(orig)
 	want.Title, want.Labels, want.Archived, want.UpdatedAt = "renamed", map[string]string{"only": "this"}, false, c.UpdatedAt
+	want.Version = orig.Version + 1
 	wantEqual(t, "after UpdateChatMeta", getChat(t, s, c.ID), want)
 
 	// nil labels clear them.

@@ -174,7 +174,7 @@ func testAcquireOldestFirst(t *testing.T, open opener) {
 		wantExpiry(t, "acquired chat", got, before, after, longTTL)
 		w := stored(want)
 		w.Status, w.WorkerID, w.LeaseGeneration = chat.Running, worker, want.LeaseGeneration+1
-		w.LeaseExpiresAt, w.UpdatedAt = got.LeaseExpiresAt, got.UpdatedAt
+		w.LeaseExpiresAt, w.UpdatedAt, w.Version = got.LeaseExpiresAt, got.UpdatedAt, want.Version+1
 		wantEqual(t, "acquired chat", got, w)
 		wantEqual(t, "stored chat", getChat(t, s, want.ID), w)
 	}

@@ -16,6 +16,7 @@ var transitionTests = map[string]func(*testing.T, opener){
 	"LastErrorColumn":       testLastErrorColumn,
 	"ActionDeadlineColumn":  testActionDeadlineColumn,
 	"BumpsUpdatedAt":        testTransitionBumpsUpdatedAt,
+	"VersionGrows":          testVersionGrows,
 	"ReturnsChatAfter":      testTransitionReturnsChat,
 	"IllegalBeforeConflict": testIllegalBeforeConflict,
 }
@@ -175,7 +176,52 @@ func testTransitionReturnsChat(t *testing.T, open opener) {
 	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting})
 	want := stored(c)
 	want.Status, want.LastError, want.ActionDeadline, want.UpdatedAt = chat.Waiting, nil, nil, got.UpdatedAt
+	want.Version++
 	want.WorkerID, want.LeaseExpiresAt = "", nil // leaving running ends the lease
 	wantEqual(t, "returned chat", got, want)
 	wantEqual(t, "stored chat", getChat(t, s, c.ID), want)
+}
+
+// testVersionGrows: a new chat is version 1, and every change that moves
+// UpdatedAt (meta, usage, status changes, acquisition, recovery) adds one;
+// renewing a lease changes nothing a client sees, nor the version.
+func testVersionGrows(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Waiting})
+	want := func(what string, got, v int64) {
+		t.Helper()
+		if got != v {
+			t.Fatalf("version after %s = %d, want %d", what, got, v)
+		}
+		if stored := getChat(t, s, c.ID).Version; stored != v {
+			t.Fatalf("stored version after %s = %d, want %d", what, stored, v)
+		}
+	}
+	want("insert", c.Version, 1)
+	c.Title = "renamed"
+	inTx(t, s, func(tx store.Tx) error { return tx.UpdateChatMeta(t.Context(), &c) })
+	want("a meta update", c.Version, 2)
+	inTx(t, s, func(tx store.Tx) error { return tx.AddUsage(t.Context(), c.ID, chat.Usage{InputTokens: 1}) })
+	want("adding usage", getChat(t, s, c.ID).Version, 3)
+	want("a status change", mustTransition(t, s, c.ID, store.Transition{From: chat.Waiting, To: chat.Pending}).Version, 4)
+	got, l := acquire(t, s, "w1", time.Millisecond)
+	want("acquisition", got.Version, 5)
+	if _, err := s.RenewLease(t.Context(), l, longTTL); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	want("a renewal", getChat(t, s, c.ID).Version, 5)
+	mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Pending})
+	_, l = acquire(t, s, "w1", time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for getChat(t, s, c.ID).Status == chat.Running {
+		if time.Now().After(deadline) {
+			t.Fatal("lease not recovered after 10s")
+		}
+		if _, err := s.RecoverExpiredLeases(t.Context()); err != nil {
+			t.Fatalf("recover: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	want("recovery", getChat(t, s, c.ID).Version, 8)
 }
