@@ -225,8 +225,17 @@ func (s *watchStore) AcquireChats(ctx context.Context, workerID string, ttl time
 }
 
 func (s *watchStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	return s.watch(ctx, s.Store.InTx, fn)
+}
+
+func (s *watchStore) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	return s.watch(ctx, s.Store.InGroupTx, fn)
+}
+
+// watch runs fn with inTx, counting its moves to waiting once it committed.
+func (s *watchStore) watch(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, fn func(tx store.Tx) error) error {
 	var n int64
-	err := s.Store.InTx(ctx, func(tx store.Tx) error {
+	err := inTx(ctx, func(tx store.Tx) error {
 		n = 0
 		ct := countTx{Tx: tx, waiting: &n}
 		if ob, ok := tx.(pubsub.Outbox); ok {

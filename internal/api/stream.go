@@ -266,8 +266,8 @@ func (s *chatStream) live(ev events.ChatEvent) error {
 		}
 		return s.flushHeld()
 	case events.KindStatus:
-		if ev.Chat == nil {
-			return nil
+		if ev.Chat == nil || ev.Chat.Version <= s.version {
+			return nil // older than what the stream showed: the run it ends is moot
 		}
 		if ev.Chat.Status != chat.Running {
 			// The run ended: deltas still held can never be completed; the

@@ -63,7 +63,7 @@ func TestChatStreamNeverSendsAGap(t *testing.T) {
 	if err := s.parts(textBatch(7, 9, "z")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.live(events.ChatEvent{Kind: events.KindStatus, Chat: &chat.Chat{ID: "c", Status: chat.Waiting}}); err != nil {
+	if err := s.live(events.ChatEvent{Kind: events.KindStatus, Chat: &chat.Chat{ID: "c", Status: chat.Waiting, Version: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.held) != 0 || strings.Contains(sentText(rec), "z") {

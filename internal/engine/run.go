@@ -143,7 +143,9 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	return r.e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
+	// A fenced write locks only its own chat: it may share its transaction
+	// with other runs' (group commit).
+	return events.Commit(ctx, r.e.st.InGroupTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
 		if err := tx.Fence(ctx, r.lease); err != nil {
 			return err
 		}
@@ -296,7 +298,7 @@ func (r *run) handBack(msgs ...*chat.Message) error {
 // commit runs fn in a transaction and announces the notice fn recorded with
 // the commit (events.Commit).
 func (e *Engine) commit(ctx context.Context, fn func(tx store.Tx, n *events.Notice) error) error {
-	return events.Commit(ctx, e.st, e.ps, e.log, fn)
+	return events.Commit(ctx, e.st.InTx, e.ps, e.log, fn)
 }
 
 // announce publishes a notice built by fn.

@@ -9,19 +9,19 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// Commit runs fn in a transaction of st and announces the Notice fn
-// recorded (fn gets it empty on every attempt). Where the transaction is a
+// Commit runs fn in a transaction (inTx: a store's InTx or InGroupTx) and
+// announces the Notice fn recorded (fn gets it empty on every attempt). Where the transaction is a
 // pubsub.Outbox and ps a pubsub.Stager (PostgreSQL), the notifications go
 // out with the commit itself: other replicas hear of the change exactly when
 // it commits, in commit order, and no round trip is spent on them. Elsewhere
 // they are published right after the commit. Either way this replica's
 // subscribers get them after the commit.
-func Commit(ctx context.Context, st store.Store, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
+func Commit(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
 	var (
 		n       Notice
 		deliver func()
 	)
-	err := st.InTx(ctx, func(tx store.Tx) error {
+	err := inTx(ctx, func(tx store.Tx) error {
 		n, deliver = Notice{}, nil
 		if err := fn(tx, &n); err != nil {
 			return err

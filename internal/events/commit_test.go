@@ -44,7 +44,7 @@ func TestCommitReportsALostLeaseWhateverTheEventSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = events.Commit(t.Context(), st, ps, log, func(tx store.Tx, n *events.Notice) error {
+			err = events.Commit(t.Context(), st.InTx, ps, log, func(tx store.Tx, n *events.Notice) error {
 				if err := tx.Fence(t.Context(), stale); err != nil {
 					return err
 				}

@@ -114,5 +114,5 @@ func lockOwned(ctx context.Context, tx store.Tx, owner, id string) (chat.Chat, e
 // write runs fn in a transaction and announces the notice fn recorded with
 // the commit (events.Commit).
 func (s *Service) write(ctx context.Context, fn func(tx store.Tx, n *events.Notice) error) error {
-	return events.Commit(ctx, s.st, s.ps, s.log, fn)
+	return events.Commit(ctx, s.st.InTx, s.ps, s.log, fn)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
 // maxAttempts bounds how often InTx runs fn when the database asks for a
@@ -30,7 +31,8 @@ const maxAttempts = 5
 // Store is the PostgreSQL store.Store.
 type Store struct {
 	reader
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	group dbutil.Group // InGroupTx calls waiting for their group
 }
 
 var _ store.Store = (*Store)(nil)
@@ -47,7 +49,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres %s: %w", cfg.ConnConfig.Host, err)
 	}
-	s := &Store{reader: reader{q: pool}, pool: pool}
+	s := &Store{reader: reader{q: pool}, pool: pool, group: dbutil.Group{Max: maxGroup}}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -35,7 +36,7 @@ type Store struct {
 	read   *sql.DB
 	// Prepared statements of each pool.
 	writeStmts, readStmts *stmtCache
-	group                 groupCommit // InTx calls waiting for the writer
+	group                 dbutil.Group // InTx calls waiting for the writer
 	stopCheckpoints       func()
 }
 
@@ -77,7 +78,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read)}
+	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read),
+		group: dbutil.Group{Max: maxGroup}}
 	s.reader = reader{q: cached{c: s.readStmts}}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

@@ -20,6 +20,7 @@ var txTests = map[string]func(*testing.T, opener){
 	"CancelledContext":         testCancelledContext,
 	"CancelledInsideTx":        testCancelledInsideTx,
 	"PanicRollsBack":           testPanicRollsBack,
+	"GroupTxIsolatesFailures":  testGroupTxIsolatesFailures,
 	"Ping":                     testPing,
 }
 
@@ -310,5 +311,93 @@ func testPing(t *testing.T, open opener) {
 	s := open(t)
 	if err := s.Ping(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testGroupTxIsolatesFailures: many workers' fenced writes at once through
+// InGroupTx, which may share transactions. Each caller gets its own
+// outcome: the writes that succeed all stand; one that returns an error,
+// panics, or finds its lease lost leaves nothing behind and gets its own
+// error (or panic) back.
+func testGroupTxIsolatesFailures(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	const n = 60
+	for range n {
+		c := addChat(t, s, chat.Chat{Status: chat.Pending})
+		appendMessage(t, s, textMessage(c.ID, "hello"))
+	}
+	chats, leases, err := s.AcquireChats(t.Context(), "w1", longTTL, n)
+	if err != nil || len(chats) != n {
+		t.Fatalf("acquire %d chats: %d, %v", n, len(chats), err)
+	}
+	const (
+		fails = iota
+		panics
+		lost
+		succeeds
+	)
+	outcome := func(i int) int {
+		switch {
+		case i%5 == 1:
+			return fails
+		case i%11 == 4:
+			return panics
+		case i%7 == 3:
+			return lost
+		}
+		return succeeds
+	}
+	for i, l := range leases {
+		if outcome(i) == lost {
+			mustTransition(t, s, l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting})
+		}
+	}
+	panicked := make([]any, n)
+	errs := runTogether(n, func(i int) error {
+		defer func() { panicked[i] = recover() }()
+		l := leases[i]
+		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
+			if err := tx.Fence(t.Context(), l); err != nil {
+				return err
+			}
+			m := chat.Message{ChatID: l.ChatID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart(fmt.Sprint("answer ", i))}}
+			if err := tx.InsertMessage(t.Context(), &m); err != nil {
+				return err
+			}
+			if _, err := tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting}); err != nil {
+				return err
+			}
+			switch outcome(i) {
+			case fails:
+				return errBoom
+			case panics:
+				panic(fmt.Sprint("panic ", i))
+			}
+			return nil
+		})
+	})
+	for i, l := range leases {
+		c, msgs := getChat(t, s, l.ChatID), listMessages(t, s, l.ChatID, 0, 0)
+		var want error
+		wantStatus, wantMsgs := chat.Running, 1
+		switch outcome(i) {
+		case fails:
+			want = errBoom
+		case panics:
+			if panicked[i] != fmt.Sprint("panic ", i) {
+				t.Errorf("call %d: panic %v reached its caller, want its own", i, panicked[i])
+			}
+		case lost:
+			want, wantStatus = store.ErrLeaseLost, chat.Waiting
+		case succeeds:
+			wantStatus, wantMsgs = chat.Waiting, 2
+		}
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Errorf("call %d: %v, want %v", i, errs[i], want)
+		}
+		if c.Status != wantStatus || len(msgs) != wantMsgs {
+			t.Errorf("call %d: chat %s with %d messages, want %s with %d", i, c.Status, len(msgs), wantStatus, wantMsgs)
+		}
 	}
 }

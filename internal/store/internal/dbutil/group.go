@@ -1,0 +1,110 @@
+package dbutil
+
+import (
+	"context"
+	"sync"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Group queues transactions that arrive while another group runs, and has
+// the first of them (the leader) run the whole queue, up to Max calls, as
+// one database transaction: what a small write costs is mostly its BEGIN,
+// COMMIT and the wait for the log to reach the disk, which the group then
+// shares. How a group runs is the store's (its commit function); Group
+// only forms the groups. Leadership passes to the next waiter after each
+// group, so no caller runs other callers' work for long.
+type Group struct {
+	Max int
+
+	mu      sync.Mutex
+	queue   []*TxCall
+	leading bool // a caller is running a group
+}
+
+// TxCall is one transaction waiting for its group.
+type TxCall struct {
+	Ctx  context.Context
+	Fn   func(tx store.Tx) error
+	done chan TxResult // the result, once the group committed
+	lead chan struct{} // closed when this caller must lead the next group
+}
+
+// TxResult is what a call's transaction came to.
+type TxResult struct {
+	Err   error
+	Panic any // a panic of Fn, raised again in its caller
+}
+
+// Run queues fn and returns its result once a group ran it; commit runs a
+// group and returns each call's result, in order.
+func (g *Group) Run(ctx context.Context, fn func(tx store.Tx) error, commit func([]*TxCall) []TxResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	call := &TxCall{Ctx: ctx, Fn: fn, done: make(chan TxResult, 1), lead: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, call)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if !lead {
+		select {
+		case r := <-call.done:
+			return r.result()
+		case <-call.lead:
+		}
+	}
+	g.runGroup(commit)
+	r := <-call.done
+	return r.result()
+}
+
+func (r TxResult) result() error {
+	if r.Panic != nil {
+		panic(r.Panic)
+	}
+	return r.Err
+}
+
+// runGroup runs the queued calls (up to Max) with commit, then hands
+// leadership to the next waiter, if any.
+func (g *Group) runGroup(commit func([]*TxCall) []TxResult) {
+	g.mu.Lock()
+	n := min(len(g.queue), max(g.Max, 1))
+	group := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+
+	results := commit(group)
+	for i, call := range group {
+		call.done <- results[i]
+	}
+
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.leading = false
+	} else {
+		close(g.queue[0].lead)
+	}
+	g.mu.Unlock()
+}
+
+// Call runs a call's Fn on tx, turning a panic into a result for its
+// caller. A caller whose context ended meanwhile gets its context's error:
+// its work must be rolled back, as a plain transaction's would be.
+func (c *TxCall) Call(tx store.Tx) (r TxResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = TxResult{Panic: p}
+		}
+	}()
+	err := c.Fn(tx)
+	if err == nil {
+		err = c.Ctx.Err()
+	}
+	return TxResult{Err: err}
+}
+
+// Failed reports whether the call's transaction must not commit.
+func (r TxResult) Failed() bool { return r.Err != nil || r.Panic != nil }

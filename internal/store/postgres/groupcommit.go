@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// maxGroup bounds how many InGroupTx calls share one transaction.
+const maxGroup = 32
+
+// errRunAlone tells a grouped call to run in a transaction of its own: its
+// group could not commit as a whole.
+var errRunAlone = errors.New("run alone")
+
+// InGroupTx runs fn like InTx, in one transaction with the InGroupTx calls
+// that arrived while the previous group ran (dbutil.Group): the group
+// shares its BEGIN, its COMMIT with the wait for the disk, and its
+// notifications' delivery. Workers' fenced writes come through here; each
+// writes only the chat its lease holds, so two groups never wait for each
+// other. Should any call of a group fail, the group is rolled back and
+// every call runs again in a transaction of its own.
+func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	err := s.group.Run(ctx, fn, s.commitGroup)
+	if errors.Is(err, errRunAlone) {
+		return s.InTx(ctx, fn)
+	}
+	return err
+}
+
+// commitGroup runs a group's calls one after the other in one transaction
+// and commits it. With savepoints, one call's failure could be undone
+// alone, but every call would pay two more statements; failures are rare
+// (a lost lease), so a failure sends the whole group to run call by call.
+func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
+	results := make([]dbutil.TxResult, len(group))
+	if len(group) == 1 {
+		results[0] = runAlone(s, group[0])
+		return results
+	}
+	// Not the callers' contexts: one caller giving up must not roll back the
+	// others' work. Each fn runs its statements with its own context.
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fillResults(results, fmt.Errorf("begin transaction: %w", err))
+	}
+	defer conn.Release() // a connection left inside a transaction is closed, not reused
+	t := &lazyTx{conn: conn}
+	defer t.rollback(ctx) // after the commit it does nothing
+	alone := func() []dbutil.TxResult {
+		if err := t.rollback(ctx); err != nil {
+			conn.Conn().Close(ctx) // never reuse a connection in an unknown state
+		}
+		for i := range results {
+			if results[i].Panic == nil {
+				results[i].Err = errRunAlone
+			}
+		}
+		return results
+	}
+	for i, call := range group {
+		results[i] = call.Call(&tx{reader: reader{q: t}, lazy: t})
+		if results[i].Failed() {
+			return alone()
+		}
+		// What the call left for later (rare: a fenced write ends with a
+		// statement that needs an answer) is sent now, so that its failure
+		// is the call's own.
+		if t.held != nil || len(t.deferred) > 0 {
+			if err := t.flush(call.Ctx); err != nil {
+				return alone()
+			}
+		}
+	}
+	if err := t.commit(ctx); err != nil {
+		return fillResults(results, fmt.Errorf("commit: %w", err))
+	}
+	return results
+}
+
+// groupTimeout bounds a group's transaction.
+const groupTimeout = time.Minute
+
+// runAlone runs one call in a transaction of its own (InTx: retried on a
+// deadlock or a serialization failure), turning a panic into its result.
+func runAlone(s *Store, call *dbutil.TxCall) (r dbutil.TxResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = dbutil.TxResult{Panic: p}
+		}
+	}()
+	return dbutil.TxResult{Err: s.InTx(call.Ctx, call.Fn)}
+}
+
+// fillResults sets err as the result of every call that has none yet.
+func fillResults(results []dbutil.TxResult, err error) []dbutil.TxResult {
+	for i := range results {
+		if !results[i].Failed() {
+			results[i].Err = err
+		}
+	}
+	return results
+}
