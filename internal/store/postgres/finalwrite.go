@@ -92,19 +92,24 @@ func (t *lazyTx) unhold() {
 		},
 	})
 	for _, in := range w.inserts {
-		t.deferred = append(t.deferred, deferred{
-			sql:  insertMessageSQL,
-			args: []any{in.id, l.ChatID, in.role, in.parts, in.createdAt, in.usage},
-			check: func(tag pgconn.CommandTag, err error) error {
-				if err == nil && tag.RowsAffected() == 0 {
-					err = store.ErrNotFound // the CTE found no such chat
-				}
-				if err != nil {
-					return fmt.Errorf("insert message into chat %s: %w", l.ChatID, classify(err))
-				}
-				return nil
-			},
-		})
+		t.deferred = append(t.deferred, in.statement(l.ChatID))
+	}
+}
+
+// statement is the insert as a statement of its own.
+func (in heldInsert) statement(chatID string) deferred {
+	return deferred{
+		sql:  insertMessageSQL,
+		args: []any{in.id, chatID, in.role, in.parts, in.createdAt, in.usage},
+		check: func(tag pgconn.CommandTag, err error) error {
+			if err == nil && tag.RowsAffected() == 0 {
+				err = store.ErrNotFound // the CTE found no such chat
+			}
+			if err != nil {
+				return fmt.Errorf("insert message into chat %s: %w", chatID, classify(err))
+			}
+			return nil
+		},
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -134,16 +133,10 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 			s := string(usage)
 			u = &s
 		}
-		if !t.lazy.holdInsert(m.ChatID, heldInsert{id: m.ID, role: string(m.Role), parts: string(parts), usage: u, createdAt: now}) {
-			t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
-				if err == nil && tag.RowsAffected() == 0 {
-					err = store.ErrNotFound // the CTE found no such chat
-				}
-				if err != nil {
-					return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
-				}
-				return nil
-			}, insertMessageSQL, m.ID, m.ChatID, string(m.Role), string(parts), now, u)
+		in := heldInsert{id: m.ID, role: string(m.Role), parts: string(parts), usage: u, createdAt: now}
+		if !t.lazy.holdInsert(m.ChatID, in) {
+			d := in.statement(m.ChatID)
+			t.lazy.deferExec(d.check, d.sql, d.args...)
 		}
 		return nil
 	}
