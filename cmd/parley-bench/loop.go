@@ -89,6 +89,9 @@ func measureLoop(ctx context.Context, r *replica, chats, steps, conc int, log *s
 	return res, nil
 }
 
+// settleWindow is how long settle looks for the lowest goroutine count.
+const settleWindow = 300 * time.Millisecond
+
 // settle collects garbage and returns the goroutine count and live heap.
 // Given a positive wait, it first waits up to that long for the goroutine
 // count to come down to want: goroutines of runs that just ended exit an
@@ -103,10 +106,11 @@ func settle(want int, wait time.Duration) (goroutines int, heap int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	// A goroutine that comes and goes (the one a SQLite checkpoint's
-	// statement runs while it lasts, say) is not held: given a wait, the
-	// lowest count over a short window is the one that counts.
+	// statement runs while it lasts, say) is not held: the lowest count over
+	// a short window is the one that counts, for the baseline (want 0) as for
+	// the count after the runs.
 	n := runtime.NumGoroutine()
-	for end := time.Now().Add(min(wait, 500*time.Millisecond)); n > want && time.Now().Before(end); {
+	for end := time.Now().Add(settleWindow); n > want && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 		n = min(n, runtime.NumGoroutine())
 	}

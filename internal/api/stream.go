@@ -173,10 +173,10 @@ type chatStream struct {
 }
 
 func (s *chatStream) status(c chat.Chat) error {
-	if c.Version <= s.version {
+	if !s.newer(c) {
 		return nil
 	}
-	s.version = c.Version
+	s.version = max(s.version, c.Version)
 	return s.sse.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
 }
 
@@ -189,12 +189,20 @@ func (s *chatStream) message(m chat.Message) error {
 	return s.sse.eventID(events.KindMessage, strconv.FormatInt(m.ID, 10), events.Encode(map[string]any{"message": m}))
 }
 
-// startedRunning reports whether ev says the chat started running: the
-// stream must then ask the new run for its deltas. It asks even with a
-// request in flight: a request sent on joining, between the acquisition's
-// commit and the run's subscription to its control topic, went unheard.
+// newer reports whether c is newer than the chat of the last status sent.
+// A chat without a version (from a replica older than versions) counts as
+// newer: nothing can be told of it.
+func (s *chatStream) newer(c chat.Chat) bool {
+	return c.Version == 0 || c.Version > s.version
+}
+
+// startedRunning reports whether ev says the chat started running (and is
+// news): the stream must then ask the new run for its deltas. It asks even
+// with a request in flight: a request sent on joining, between the
+// acquisition's commit and the run's subscription to its control topic,
+// went unheard.
 func (s *chatStream) startedRunning(ev events.ChatEvent) bool {
-	return ev.Kind == events.KindStatus && ev.Chat != nil && ev.Chat.Status == chat.Running
+	return ev.Kind == events.KindStatus && ev.Chat != nil && ev.Chat.Status == chat.Running && s.newer(*ev.Chat)
 }
 
 // parts sends the deltas of b this subscriber has not had, or holds b if
@@ -266,7 +274,7 @@ func (s *chatStream) live(ev events.ChatEvent) error {
 		}
 		return s.flushHeld()
 	case events.KindStatus:
-		if ev.Chat == nil || ev.Chat.Version <= s.version {
+		if ev.Chat == nil || !s.newer(*ev.Chat) {
 			return nil // older than what the stream showed: the run it ends is moot
 		}
 		if ev.Chat.Status != chat.Running {

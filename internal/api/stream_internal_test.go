@@ -100,12 +100,16 @@ func TestChatStreamStatusOnlyMovesForward(t *testing.T) {
 		status(chat.Pending, 5), // news
 		status(chat.Running, 6),
 		status(chat.Pending, 5), // late again
+		status(chat.Waiting, 0), // from a replica that knows no versions: sent
 	} {
 		if err := s.live(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := strings.Join(sent(), " "), "waiting pending running"; got != want {
+	if got, want := strings.Join(sent(), " "), "waiting pending running waiting"; got != want {
 		t.Fatalf("statuses sent: %s, want %s", got, want)
+	}
+	if s.startedRunning(status(chat.Running, 6)) || !s.startedRunning(status(chat.Running, 7)) {
+		t.Fatal("a stale running event asks for a snapshot, or a new one does not")
 	}
 }

@@ -10,12 +10,13 @@ import (
 )
 
 // Commit runs fn in a transaction (inTx: a store's InTx or InGroupTx) and
-// announces the Notice fn recorded (fn gets it empty on every attempt). Where the transaction is a
-// pubsub.Outbox and ps a pubsub.Stager (PostgreSQL), the notifications go
-// out with the commit itself: other replicas hear of the change exactly when
-// it commits, in commit order, and no round trip is spent on them. Elsewhere
-// they are published right after the commit. Either way this replica's
-// subscribers get them after the commit.
+// announces the Notice fn recorded (fn gets it empty on every attempt).
+// Where the transaction is a pubsub.Outbox and ps a pubsub.Stager
+// (PostgreSQL), the notifications go out with the commit itself: other
+// replicas hear of the change exactly when it commits, in commit order, and
+// no round trip is spent on them. Elsewhere they are published right after
+// the commit. Either way this replica's subscribers get them after the
+// commit.
 func Commit(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
 	var (
 		n       Notice

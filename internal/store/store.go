@@ -69,8 +69,7 @@ type Store interface {
 	// transaction with other InGroupTx calls, committed together (group
 	// commit), and run it again alone when another call of the group
 	// fails. It is for writes that lock no row but those of the chat a
-	// worker's lease holds (fenced writes), so that two groups never wait
-	// for each other.
+	// worker's lease holds (fenced writes): groups then hold disjoint rows.
 	InGroupTx(ctx context.Context, fn func(tx Tx) error) error
 	// AcquireChats moves up to max pending chats that have waited longest
 	// (oldest updated_at first) to running, each under a new lease held by

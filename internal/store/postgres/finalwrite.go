@@ -13,13 +13,16 @@ import (
 )
 
 // A worker's write at the end of a step is a fence, the step's messages
-// (with reserved ids) and a status change from running. Here the three
-// travel as one statement: the status change's UPDATE checks the lease in
-// its WHERE clause, which locks the row and, after waiting for another
-// transaction's lock, re-checks the lease against the row as that
-// transaction left it, as the fence does; the inserts hang off its
-// RETURNING, so they happen only under the lease. That spares the
-// database two statements of the handful a step costs.
+// (with reserved ids) and a status change from running. Here the inserts
+// travel inside the status change: its UPDATE checks the lease in its WHERE
+// clause (it locks the row and, after waiting for another transaction's
+// lock, re-checks the lease against the row as that transaction left it),
+// and the inserts hang off its RETURNING, so they happen only under the
+// lease. A change that looks at the queue (PendingIfQueued) still sends the
+// fence first, in the same round trip: a statement that waited for the
+// row's lock re-reads only that row, and would miss a message queued by the
+// transaction it waited for; the statement after the fence starts after the
+// wait and sees it.
 //
 // So a fence and the reserved-id inserts into its chat that follow it are
 // held back (heldWrite) until the transaction's next statement: a status
@@ -76,8 +79,16 @@ func (t *lazyTx) unhold() {
 		return
 	}
 	t.held = nil
-	l := w.lease
-	t.deferred = append(t.deferred, deferred{
+	t.deferred = append(t.deferred, fenceStatement(w.lease))
+	for _, in := range w.inserts {
+		t.deferred = append(t.deferred, in.statement(w.lease.ChatID))
+	}
+}
+
+// fenceStatement is the fence as a statement of its own: parley_fence()
+// locks the chat's row if l holds it and fails otherwise.
+func fenceStatement(l store.Lease) deferred {
+	return deferred{
 		sql:  `SELECT parley_fence($1, $2, $3)`,
 		args: []any{l.ChatID, l.WorkerID, l.Generation},
 		check: func(_ pgconn.CommandTag, err error) error {
@@ -90,9 +101,6 @@ func (t *lazyTx) unhold() {
 			}
 			return nil
 		},
-	})
-	for _, in := range w.inserts {
-		t.deferred = append(t.deferred, in.statement(l.ChatID))
 	}
 }
 
@@ -128,6 +136,10 @@ func (t *tx) finalWrite(ctx context.Context, w *heldWrite, args []any, tr store.
 	for i, in := range w.inserts {
 		ids[i], roles[i], parts[i], usages[i], times[i] = in.id, in.role, in.parts, in.usage, in.createdAt
 	}
+	if tr.PendingIfQueued {
+		// Lock first, in a statement of its own (see above).
+		t.lazy.deferred = append(t.lazy.deferred, fenceStatement(w.lease))
+	}
 	args = append(args, w.lease.WorkerID, w.lease.Generation, ids, roles, parts, usages, times)
 	c, err := scanChat(t.q.QueryRow(ctx, `WITH u AS (
 			UPDATE chats SET `+transitionSet+`
@@ -138,11 +150,14 @@ func (t *tx) finalWrite(ctx context.Context, w *heldWrite, args []any, tr store.
 			FROM u, unnest($14::bigint[], $15::text[], $16::text[], $17::text[], $18::timestamptz[])
 				AS v(id, role, parts, usage, created_at))
 		SELECT `+chatColumns+` FROM u`, args...))
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return chat.Chat{}, leaseLostError(w.lease)
+	case errors.Is(err, store.ErrLeaseLost): // the fence sent first
+		return chat.Chat{}, err
 	}
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("transition chat %s %s -> %s with %d messages: %w", w.lease.ChatID, tr.From, tr.To, n, classify(err))
+		return chat.Chat{}, fmt.Errorf("insert %d messages into chat %s and change it %s -> %s: %w", n, w.lease.ChatID, tr.From, tr.To, classify(err))
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
@@ -21,9 +22,11 @@ var errRunAlone = errors.New("run alone")
 // that arrived while the previous group ran (dbutil.Group): the group
 // shares its BEGIN, its COMMIT with the wait for the disk, and its
 // notifications' delivery. Workers' fenced writes come through here; each
-// writes only the chat its lease holds, so two groups never wait for each
-// other. Should any call of a group fail, the group is rolled back and
-// every call runs again in a transaction of its own.
+// writes only the chat its lease holds, so groups wait for each other only
+// when leases changed hands meanwhile (a deadlock PostgreSQL breaks, after
+// which the calls run alone). Should a call of a group fail, the group is
+// rolled back: the failed call gets its error, and every other call runs
+// again in a transaction of its own.
 func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	err := s.group.Run(ctx, fn, s.commitGroup)
 	if errors.Is(err, errRunAlone) {
@@ -53,35 +56,56 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	defer conn.Release() // a connection left inside a transaction is closed, not reused
 	t := &lazyTx{conn: conn}
 	defer t.rollback(ctx) // after the commit it does nothing
+	// alone rolls the group back and sends every call that has no outcome of
+	// its own yet to run alone.
 	alone := func() []dbutil.TxResult {
 		if err := t.rollback(ctx); err != nil {
 			conn.Conn().Close(ctx) // never reuse a connection in an unknown state
 		}
 		for i := range results {
-			if results[i].Panic == nil {
+			if !results[i].Failed() {
 				results[i].Err = errRunAlone
 			}
 		}
 		return results
 	}
 	for i, call := range group {
-		results[i] = call.Call(&tx{reader: reader{q: t}, lazy: t})
-		if results[i].Failed() {
-			return alone()
+		if err := call.Ctx.Err(); err != nil {
+			results[i].Err = err // its caller gave up: it never ran
+			continue
 		}
+		results[i] = call.Call(&tx{reader: reader{q: t}, lazy: t})
 		// What the call left for later (rare: a fenced write ends with a
-		// statement that needs an answer) is sent now, so that its failure
-		// is the call's own.
-		if t.held != nil || len(t.deferred) > 0 {
-			if err := t.flush(call.Ctx); err != nil {
-				return alone()
+		// statement that needs an answer) is sent now, before the next call.
+		if !results[i].Failed() && (t.held != nil || len(t.deferred) > 0) {
+			results[i].Err = t.flush(call.Ctx)
+		}
+		if r := results[i]; r.Failed() {
+			// The calls before it ran without error, so the failure is its
+			// own, unless the database asks for the whole to run again or
+			// refuses it for a failure before it (that a call ignored).
+			results[i] = dbutil.TxResult{}
+			alone()
+			if !retryable(r.Err) && !failedBefore(r.Err) {
+				results[i] = r
 			}
+			return results
 		}
 	}
 	if err := t.commit(ctx); err != nil {
+		if retryable(err) {
+			return alone()
+		}
 		return fillResults(results, fmt.Errorf("commit: %w", err))
 	}
 	return results
+}
+
+// failedBefore reports whether err is PostgreSQL refusing a statement
+// because an earlier one of the transaction failed (25P02).
+func failedBefore(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "25P02"
 }
 
 // groupTimeout bounds a group's transaction.

@@ -13,20 +13,21 @@ import (
 )
 
 var leaseTests = map[string]func(*testing.T, opener){
-	"AcquireNothingPending":      testAcquireNothingPending,
-	"AcquireOldestFirst":         testAcquireOldestFirst,
-	"AcquireInvalid":             testAcquireInvalid,
-	"AcquireSeveral":             testAcquireSeveral,
-	"RunEndsPendingIfQueued":     testPendingIfQueued,
-	"ConcurrentAcquireOnce":      testConcurrentAcquire,
-	"RenewExtendsAndInterrupt":   testRenew,
-	"RenewLost":                  testRenewLost,
-	"RecoverExpiredOnce":         testRecoverExpiredOnce,
-	"LostLeaseWritesNothing":     testLostLeaseWritesNothing,
-	"FencedFinalWrite":           testFencedFinalWrite,
-	"LeavingRunningEndsLease":    testLeavingRunningEndsLease,
-	"ExpiredActions":             testExpiredActions,
-	"ExpiredActionsLimitAndInTx": testExpiredActionsLimit,
+	"AcquireNothingPending":            testAcquireNothingPending,
+	"AcquireOldestFirst":               testAcquireOldestFirst,
+	"AcquireInvalid":                   testAcquireInvalid,
+	"AcquireSeveral":                   testAcquireSeveral,
+	"RunEndsPendingIfQueued":           testPendingIfQueued,
+	"ConcurrentAcquireOnce":            testConcurrentAcquire,
+	"RenewExtendsAndInterrupt":         testRenew,
+	"RenewLost":                        testRenewLost,
+	"RecoverExpiredOnce":               testRecoverExpiredOnce,
+	"LostLeaseWritesNothing":           testLostLeaseWritesNothing,
+	"FencedFinalWrite":                 testFencedFinalWrite,
+	"FinalWriteSeesQueuedWhileWaiting": testFinalWriteSeesQueued,
+	"LeavingRunningEndsLease":          testLeavingRunningEndsLease,
+	"ExpiredActions":                   testExpiredActions,
+	"ExpiredActionsLimitAndInTx":       testExpiredActionsLimit,
 }
 
 // longTTL is a lease that does not expire during a test.
@@ -446,6 +447,57 @@ func testFencedFinalWrite(t *testing.T, open opener) {
 	// The lease ended with the write: the same write again is refused.
 	_, _, err = fencedFinish(t, s, l, "again")
 	wantErr(t, "a second final write under the ended lease", err, store.ErrLeaseLost)
+}
+
+// testFinalWriteSeesQueued: a run's final write that waits for the chat's
+// row while a user's message is being queued (the queue's transaction holds
+// the row) sees that message once it may go on: the chat becomes pending,
+// not waiting with a message nobody will answer.
+func testFinalWriteSeesQueued(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Pending})
+	appendMessage(t, s, textMessage(c.ID, "hello"))
+	_, l := acquire(t, s, "w1", longTTL)
+	ids, err := s.ReserveMessageIDs(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked, queued := make(chan struct{}), make(chan error, 1)
+	go func() {
+		queued <- s.InTx(t.Context(), func(tx store.Tx) error {
+			if _, err := tx.LockChat(t.Context(), c.ID); err != nil {
+				return err
+			}
+			close(locked)
+			time.Sleep(300 * time.Millisecond) // the final write below starts and waits
+			q := chat.QueuedMessage{ChatID: c.ID, Parts: []chat.Part{chat.TextPart("and also")}}
+			return tx.InsertQueued(t.Context(), &q)
+		})
+	}()
+	<-locked
+	var after chat.Chat
+	err = txErr(t, s, func(tx store.Tx) error {
+		if err := tx.Fence(t.Context(), l); err != nil {
+			return err
+		}
+		m := chat.Message{ID: ids[0], ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("answer")}}
+		if err := tx.InsertMessage(t.Context(), &m); err != nil {
+			return err
+		}
+		var err error
+		after, err = tx.TransitionChat(t.Context(), c.ID, store.Transition{From: chat.Running, To: chat.Waiting, PendingIfQueued: true})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("final write: %v", err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("queue a message: %v", err)
+	}
+	if after.Status != chat.Pending {
+		t.Fatalf("after the final write the chat is %s with a message queued, want pending", after.Status)
+	}
 }
 
 // testLeavingRunningEndsLease: a change from running to another status

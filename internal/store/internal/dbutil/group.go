@@ -76,7 +76,7 @@ func (g *Group) runGroup(commit func([]*TxCall) []TxResult) {
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
 
-	results := commit(group)
+	results := commitOrPanic(commit, group)
 	for i, call := range group {
 		call.done <- results[i]
 	}
@@ -88,6 +88,21 @@ func (g *Group) runGroup(commit func([]*TxCall) []TxResult) {
 		close(g.queue[0].lead)
 	}
 	g.mu.Unlock()
+}
+
+// commitOrPanic runs commit, turning a panic of its own (not of a call's
+// Fn, which Call catches) into every call's result, so that the callers see
+// it and leadership still passes on.
+func commitOrPanic(commit func([]*TxCall) []TxResult, group []*TxCall) (results []TxResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			results = make([]TxResult, len(group))
+			for i := range results {
+				results[i].Panic = p
+			}
+		}
+	}()
+	return commit(group)
 }
 
 // Call runs a call's Fn on tx, turning a panic into a result for its
