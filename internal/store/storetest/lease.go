@@ -421,15 +421,23 @@ func testLostLeaseWritesNothing(t *testing.T, open opener) {
 	}
 }
 
-// testFencedFinalWrite: a step's final write (Fence, messages under
-// reserved ids, the change from running with their usage) stores the
-// messages in id order, adds their usage once, and ends the lease.
-func testFencedFinalWrite(t *testing.T, open opener) {
+// runningChat opens a store with one chat (a user message in its history)
+// that worker w1 holds under a long lease.
+func runningChat(t *testing.T, open opener) (store.Store, chat.Chat, store.Lease) {
+	t.Helper()
 	s := open(t)
 	addOwner(t, s, "alice")
 	c := addChat(t, s, chat.Chat{Status: chat.Pending})
 	appendMessage(t, s, textMessage(c.ID, "hello"))
-	_, l := acquire(t, s, "w1", longTTL)
+	c, l := acquire(t, s, "w1", longTTL)
+	return s, c, l
+}
+
+// testFencedFinalWrite: a step's final write (Fence, messages under
+// reserved ids, the change from running with their usage) stores the
+// messages in id order, adds their usage once, and ends the lease.
+func testFencedFinalWrite(t *testing.T, open opener) {
+	s, c, l := runningChat(t, open)
 	after, msgs, err := fencedFinish(t, s, l, "first", "second")
 	if err != nil {
 		t.Fatalf("final write under the live lease: %v", err)
@@ -454,11 +462,7 @@ func testFencedFinalWrite(t *testing.T, open opener) {
 // the row) sees that message once it may go on: the chat becomes pending,
 // not waiting with a message nobody will answer.
 func testFinalWriteSeesQueued(t *testing.T, open opener) {
-	s := open(t)
-	addOwner(t, s, "alice")
-	c := addChat(t, s, chat.Chat{Status: chat.Pending})
-	appendMessage(t, s, textMessage(c.ID, "hello"))
-	_, l := acquire(t, s, "w1", longTTL)
+	s, c, l := runningChat(t, open)
 	ids, err := s.ReserveMessageIDs(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
