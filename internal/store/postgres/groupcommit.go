@@ -14,10 +14,6 @@ import (
 // maxGroup bounds how many InGroupTx calls share one transaction.
 const maxGroup = 32
 
-// errRunAlone tells a grouped call to run in a transaction of its own: its
-// group could not commit as a whole.
-var errRunAlone = errors.New("run alone")
-
 // InGroupTx runs fn like InTx, in one transaction with the InGroupTx calls
 // that arrived while the previous group ran (dbutil.Group): the group
 // shares its BEGIN, its COMMIT with the wait for the disk, and its
@@ -28,8 +24,8 @@ var errRunAlone = errors.New("run alone")
 // rolled back: the failed call gets its error, and every other call runs
 // again in a transaction of its own.
 func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	err := s.group.Run(ctx, fn, s.commitGroup)
-	if errors.Is(err, errRunAlone) {
+	err := s.group.Run(ctx, fn, true, s.commitGroup)
+	if errors.Is(err, dbutil.ErrRunAlone) {
 		return s.InTx(ctx, fn)
 	}
 	return err
@@ -62,12 +58,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		if err := t.rollback(ctx); err != nil {
 			conn.Conn().Close(ctx) // never reuse a connection in an unknown state
 		}
-		for i := range results {
-			if !results[i].Failed() {
-				results[i].Err = errRunAlone
-			}
-		}
-		return results
+		return dbutil.RunAgain(results)
 	}
 	for i, call := range group {
 		if err := call.Ctx.Err(); err != nil {

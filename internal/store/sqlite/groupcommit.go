@@ -16,24 +16,37 @@ const maxGroup = 64
 // Group commit: SQLite has one writer, and what a small transaction costs
 // is mostly its BEGIN and COMMIT (locks and the write to the WAL). So every
 // transaction joins a group (dbutil.Group), run as one database
-// transaction, each caller's function inside a savepoint of its own: a
-// function that fails rolls back to its savepoint, the others commit
+// transaction. Each InTx caller's function runs inside a savepoint of its
+// own: a function that fails rolls back to its savepoint, the others commit
 // together, and every caller gets its own result once the commit is done.
+// An InGroupTx caller's function (a worker's fenced write, which rarely
+// fails) runs with no savepoint, two statements fewer; should it fail, the
+// whole group rolls back, it gets its error, and the others run again.
 
 // InTx runs fn in a transaction on the writer connection, sharing its
 // commit with the transactions queued meanwhile (dbutil.Group). It must not
 // be called from inside fn: the writer is taken.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	return s.group.Run(ctx, fn, s.commitGroup)
+	for {
+		err := s.group.Run(ctx, fn, false, s.commitGroup)
+		if !errors.Is(err, dbutil.ErrRunAlone) {
+			return err
+		}
+	}
 }
 
-// InGroupTx is InTx: every transaction shares its commit here.
+// InGroupTx runs fn like InTx, in a group, but with no savepoint of its own
+// (see above).
 func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	return s.InTx(ctx, fn)
+	err := s.group.Run(ctx, fn, true, s.commitGroup)
+	if errors.Is(err, dbutil.ErrRunAlone) {
+		return s.InTx(ctx, fn)
+	}
+	return err
 }
 
-// commitGroup runs each call's fn in a savepoint of one transaction and
-// commits it.
+// commitGroup runs each call's fn in one transaction (InTx calls each in a
+// savepoint) and commits it.
 func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	results := make([]dbutil.TxResult, len(group))
 	fail := func(err error) []dbutil.TxResult {
@@ -54,7 +67,8 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	tx := &tx{reader{q: cached{c: s.writeStmts, tx: sqlTx}}}
 	single := len(group) == 1 // no savepoint needed
 	for i, req := range group {
-		if !single {
+		savepoint := !single && !req.Shared
+		if savepoint {
 			if _, err := sqlTx.Exec("SAVEPOINT g"); err != nil {
 				return fail(fmt.Errorf("savepoint: %w", err))
 			}
@@ -62,6 +76,20 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		results[i] = req.Call(tx)
 		if single {
 			break
+		}
+		if r := results[i]; r.Failed() && !savepoint {
+			// Nothing but the whole transaction undoes it: the call keeps its
+			// outcome, the others run again.
+			results[i] = dbutil.TxResult{}
+			if err := sqlTx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+				return fail(fmt.Errorf("roll back: %w", err))
+			}
+			results = dbutil.RunAgain(results)
+			results[i] = r
+			return results
+		}
+		if !savepoint {
+			continue
 		}
 		if results[i].Failed() {
 			if _, err := sqlTx.Exec("ROLLBACK TO g"); err != nil {

@@ -353,8 +353,17 @@ func testGroupTxIsolatesFailures(t *testing.T, open opener) {
 			mustTransition(t, s, l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting})
 		}
 	}
+	// Plain transactions join the same groups; each of them must commit
+	// once, whatever the grouped calls beside it do.
+	const plain = 20
 	panicked := make([]any, n)
-	errs := runTogether(n, func(i int) error {
+	errs := runTogether(n+plain, func(i int) error {
+		if i >= n {
+			return s.InTx(t.Context(), func(tx store.Tx) error {
+				_, err := tx.CreateOwner(t.Context(), fmt.Sprint("plain", i))
+				return err
+			})
+		}
 		defer func() { panicked[i] = recover() }()
 		l := leases[i]
 		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
@@ -399,5 +408,18 @@ func testGroupTxIsolatesFailures(t *testing.T, open opener) {
 		if c.Status != wantStatus || len(msgs) != wantMsgs {
 			t.Errorf("call %d: chat %s with %d messages, want %s with %d", i, c.Status, len(msgs), wantStatus, wantMsgs)
 		}
+	}
+	for i := n; i < n+plain; i++ {
+		if errs[i] != nil {
+			t.Errorf("plain transaction %d: %v", i, errs[i])
+			continue
+		}
+		inTx(t, s, func(tx store.Tx) error {
+			created, err := tx.CreateOwner(t.Context(), fmt.Sprint("plain", i))
+			if err == nil && created {
+				t.Errorf("plain transaction %d committed nothing", i)
+			}
+			return err
+		})
 	}
 }

@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/parleyhq/parley/internal/store"
@@ -24,10 +25,14 @@ type Group struct {
 
 // TxCall is one transaction waiting for its group.
 type TxCall struct {
-	Ctx  context.Context
-	Fn   func(tx store.Tx) error
-	done chan TxResult // the result, once the group committed
-	lead chan struct{} // closed when this caller must lead the next group
+	Ctx context.Context
+	Fn  func(tx store.Tx) error
+	// Shared: the call came through InGroupTx, so it may share the group's
+	// transaction with no savepoint of its own and run again alone when
+	// another call of the group fails (ErrRunAlone).
+	Shared bool
+	done   chan TxResult // the result, once the group committed
+	lead   chan struct{} // closed when this caller must lead the next group
 }
 
 // TxResult is what a call's transaction came to.
@@ -36,13 +41,18 @@ type TxResult struct {
 	Panic any // a panic of Fn, raised again in its caller
 }
 
-// Run queues fn and returns its result once a group ran it; commit runs a
-// group and returns each call's result, in order.
-func (g *Group) Run(ctx context.Context, fn func(tx store.Tx) error, commit func([]*TxCall) []TxResult) error {
+// ErrRunAlone tells a call to run again: its group could not commit as a
+// whole, through no fault of the call.
+var ErrRunAlone = errors.New("the group failed: run again")
+
+// Run queues fn (shared: see TxCall.Shared) and returns its result once a
+// group ran it; commit runs a group and returns each call's result, in
+// order.
+func (g *Group) Run(ctx context.Context, fn func(tx store.Tx) error, shared bool, commit func([]*TxCall) []TxResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	call := &TxCall{Ctx: ctx, Fn: fn, done: make(chan TxResult, 1), lead: make(chan struct{})}
+	call := &TxCall{Ctx: ctx, Fn: fn, Shared: shared, done: make(chan TxResult, 1), lead: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, call)
 	lead := !g.leading
@@ -123,3 +133,14 @@ func (c *TxCall) Call(tx store.Tx) (r TxResult) {
 
 // Failed reports whether the call's transaction must not commit.
 func (r TxResult) Failed() bool { return r.Err != nil || r.Panic != nil }
+
+// RunAgain sets ErrRunAlone as the result of every call that has no
+// outcome of its own yet: the group was rolled back under them.
+func RunAgain(results []TxResult) []TxResult {
+	for i := range results {
+		if !results[i].Failed() {
+			results[i].Err = ErrRunAlone
+		}
+	}
+	return results
+}
