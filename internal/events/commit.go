@@ -16,30 +16,24 @@ import (
 // replicas hear of the change exactly when it commits, in commit order, and
 // no round trip is spent on them. Elsewhere they are published right after
 // the commit. Either way this replica's subscribers get them after the
-// commit.
+// commit, from the transaction's AfterCommit: where the store commits in
+// groups (SQLite, workers' writes on PostgreSQL), in commit order.
 func Commit(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
-	var (
-		n       Notice
-		deliver func()
-	)
-	err := inTx(ctx, func(tx store.Tx) error {
-		n, deliver = Notice{}, nil
-		if err := fn(tx, &n); err != nil {
+	return inTx(ctx, func(tx store.Tx) error {
+		n := &Notice{}
+		if err := fn(tx, n); err != nil {
 			return err
 		}
-		var err error
-		deliver, err = n.stage(ctx, tx, ps)
-		return err
+		deliver, err := n.stage(ctx, tx, ps)
+		if err != nil {
+			return err
+		}
+		if deliver == nil {
+			deliver = func() { n.Publish(ctx, ps, log) }
+		}
+		tx.AfterCommit(deliver)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if deliver != nil {
-		deliver()
-	} else {
-		n.Publish(ctx, ps, log)
-	}
-	return nil
 }
 
 // stage queues the notice's messages in tx when tx and ps allow it, and

@@ -129,6 +129,12 @@ type Reader interface {
 type Tx interface {
 	Reader
 
+	// AfterCommit has fn run once the transaction has committed (never if it
+	// rolls back), before the caller of InTx gets its result. Where the
+	// store runs transactions in groups, the functions of a group run in
+	// the order of its transactions, before the next group starts: what
+	// they announce locally follows commit order.
+	AfterCommit(fn func())
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)
 	// Fence locks the chat's row if l still holds the chat (status running,

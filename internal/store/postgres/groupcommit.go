@@ -60,12 +60,15 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		}
 		return dbutil.RunAgain(results)
 	}
+	after := make([][]func(), len(group)) // each call's AfterCommit functions
 	for i, call := range group {
 		if err := call.Ctx.Err(); err != nil {
 			results[i].Err = err // its caller gave up: it never ran
 			continue
 		}
-		results[i] = call.Call(&tx{reader: reader{q: t}, lazy: t})
+		tx := &tx{reader: reader{q: t}, lazy: t}
+		results[i] = call.Call(tx)
+		after[i] = tx.after
 		// What the call left for later (rare: a fenced write ends with a
 		// statement that needs an answer) is sent now, before the next call.
 		if !results[i].Failed() && (t.held != nil || len(t.deferred) > 0) {
@@ -89,6 +92,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		}
 		return fillResults(results, fmt.Errorf("commit: %w", err))
 	}
+	dbutil.RunAfter(after...)
 	return results
 }
 

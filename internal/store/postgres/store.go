@@ -110,7 +110,8 @@ func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	// Should fn panic, this ends the transaction; after a commit or a
 	// rollback it does nothing.
 	defer rollback()
-	if err := fn(&tx{reader: reader{q: t}, lazy: t}); err != nil {
+	tx := &tx{reader: reader{q: t}, lazy: t}
+	if err := fn(tx); err != nil {
 		if rbErr := rollback(); rbErr != nil {
 			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
 		}
@@ -119,6 +120,7 @@ func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if err := t.commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	dbutil.RunAfter(tx.after)
 	return nil
 }
 
@@ -143,8 +145,11 @@ type reader struct{ q querier }
 // notifications queued in it are sent with its COMMIT.
 type tx struct {
 	reader
-	lazy *lazyTx
+	lazy  *lazyTx
+	after []func() // AfterCommit's functions
 }
+
+func (t *tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 var (
 	_ store.Tx      = (*tx)(nil)

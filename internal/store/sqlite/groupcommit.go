@@ -64,8 +64,9 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		return fail(fmt.Errorf("begin transaction: %w", err))
 	}
 	defer sqlTx.Rollback() // after a commit it does nothing
-	tx := &tx{reader{q: cached{c: s.writeStmts, tx: sqlTx}}}
-	single := len(group) == 1 // no savepoint needed
+	tx := &tx{reader: reader{q: cached{c: s.writeStmts, tx: sqlTx}}}
+	after := make([][]func(), len(group)) // each call's AfterCommit functions
+	single := len(group) == 1             // no savepoint needed
 	for i, req := range group {
 		savepoint := !single && !req.Shared
 		if savepoint {
@@ -73,7 +74,11 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 				return fail(fmt.Errorf("savepoint: %w", err))
 			}
 		}
+		tx.after = nil
 		results[i] = req.Call(tx)
+		if !results[i].Failed() {
+			after[i] = tx.after
+		}
 		if single {
 			break
 		}
@@ -117,5 +122,6 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		return results
 	}
 	s.writeStmts.prepareWanted(context.Background())
+	dbutil.RunAfter(after...)
 	return results
 }

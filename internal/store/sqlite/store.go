@@ -143,6 +143,11 @@ type querier interface {
 type reader struct{ q querier }
 
 // tx is the store.Tx of one InTx call.
-type tx struct{ reader }
+type tx struct {
+	reader
+	after []func() // AfterCommit's functions of the call running
+}
+
+func (t *tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 var _ store.Tx = (*tx)(nil)

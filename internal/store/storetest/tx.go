@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ var txTests = map[string]func(*testing.T, opener){
 	"CancelledInsideTx":        testCancelledInsideTx,
 	"PanicRollsBack":           testPanicRollsBack,
 	"GroupTxIsolatesFailures":  testGroupTxIsolatesFailures,
+	"AfterCommit":              testAfterCommit,
+	"AfterCommitInCommitOrder": testAfterCommitOrder,
 	"Ping":                     testPing,
 }
 
@@ -421,5 +424,68 @@ func testGroupTxIsolatesFailures(t *testing.T, open opener) {
 			}
 			return err
 		})
+	}
+}
+
+// testAfterCommit: AfterCommit's functions run once the transaction
+// committed, before InTx returns, in the order they were added; never for a
+// transaction that rolls back.
+func testAfterCommit(t *testing.T, open opener) {
+	s := open(t)
+	var ran []string
+	err := txErr(t, s, func(tx store.Tx) error {
+		tx.AfterCommit(func() { ran = append(ran, "rolled back") })
+		if _, err := tx.CreateOwner(t.Context(), "alice"); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	wantErr(t, "a failing transaction", err, errBoom)
+	inTx(t, s, func(tx store.Tx) error {
+		tx.AfterCommit(func() { ran = append(ran, "first") })
+		tx.AfterCommit(func() { ran = append(ran, "second") })
+		_, err := tx.CreateOwner(t.Context(), "alice")
+		return err
+	})
+	wantEqual(t, "AfterCommit functions run", ran, []string{"first", "second"})
+}
+
+// testAfterCommitOrder: the AfterCommit functions of grouped writes run in
+// commit order: writes that each change one chat (its version grows with
+// each) see their versions announced in increasing order.
+func testAfterCommitOrder(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	const n = 30
+	var (
+		mu        sync.Mutex
+		announced []int64
+	)
+	errs := runTogether(n, func(i int) error {
+		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
+			got, err := tx.LockChat(t.Context(), c.ID)
+			if err != nil {
+				return err
+			}
+			got.Title = fmt.Sprint("title ", i)
+			if err := tx.UpdateChatMeta(t.Context(), &got); err != nil {
+				return err
+			}
+			tx.AfterCommit(func() {
+				mu.Lock()
+				announced = append(announced, got.Version)
+				mu.Unlock()
+			})
+			return nil
+		})
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if len(announced) != n || !slices.IsSorted(announced) || len(slices.Compact(slices.Clone(announced))) != n {
+		t.Fatalf("versions announced %v, want %d, in increasing order", announced, n)
 	}
 }

@@ -144,3 +144,13 @@ func RunAgain(results []TxResult) []TxResult {
 	}
 	return results
 }
+
+// RunAfter runs transactions' AfterCommit functions (store.Tx), one
+// transaction's after another's, in order.
+func RunAfter(after ...[]func()) {
+	for _, fns := range after {
+		for _, fn := range fns {
+			fn()
+		}
+	}
+}
