@@ -133,7 +133,8 @@ type Tx interface {
 	// rolls back), before the caller of InTx gets its result. Where the
 	// store runs transactions in groups, the functions of a group run in
 	// the order of its transactions, before the next group starts: what
-	// they announce locally follows commit order.
+	// they announce locally follows commit order. fn must be quick, must
+	// not block, and must not use the store (the group waits for it).
 	AfterCommit(fn func())
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)

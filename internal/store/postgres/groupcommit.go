@@ -61,6 +61,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		return dbutil.RunAgain(results)
 	}
 	after := make([][]func(), len(group)) // each call's AfterCommit functions
+	wrote := false                        // a call before this one wrote
 	for i, call := range group {
 		if err := call.Ctx.Err(); err != nil {
 			results[i].Err = err // its caller gave up: it never ran
@@ -75,16 +76,18 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 			results[i].Err = t.flush(call.Ctx)
 		}
 		if r := results[i]; r.Failed() {
-			// The calls before it ran without error, so the failure is its
-			// own, unless the database asks for the whole to run again or
-			// refuses it for a failure before it (that a call ignored).
+			// The failure is its own unless the database asks for the whole
+			// to run again, refuses it for a failure before it (that a call
+			// ignored), or it ran after other calls' writes (which may have
+			// caused it, and may now never commit).
 			results[i] = dbutil.TxResult{}
 			alone()
-			if !retryable(r.Err) && !failedBefore(r.Err) {
+			if r.Panic != nil || (!wrote && !retryable(r.Err) && !failedBefore(r.Err)) {
 				results[i] = r
 			}
 			return results
 		}
+		wrote = true
 	}
 	if err := t.commit(ctx); err != nil {
 		if retryable(err) {
@@ -92,8 +95,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		}
 		return fillResults(results, fmt.Errorf("commit: %w", err))
 	}
-	dbutil.RunAfter(after...)
-	return results
+	return dbutil.RunAfter(after, results)
 }
 
 // failedBefore reports whether err is PostgreSQL refusing a statement

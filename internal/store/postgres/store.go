@@ -120,7 +120,9 @@ func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if err := t.commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	dbutil.RunAfter(tx.after)
+	if p := dbutil.RunAfterOne(tx.after); p != nil {
+		panic(p)
+	}
 	return nil
 }
 

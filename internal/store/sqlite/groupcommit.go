@@ -67,7 +67,12 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	tx := &tx{reader: reader{q: cached{c: s.writeStmts, tx: sqlTx}}}
 	after := make([][]func(), len(group)) // each call's AfterCommit functions
 	single := len(group) == 1             // no savepoint needed
+	wrote := false                        // a call before this one wrote
 	for i, req := range group {
+		if err := req.Ctx.Err(); err != nil && !single {
+			results[i].Err = err // its caller gave up: it never ran
+			continue
+		}
 		savepoint := !single && !req.Shared
 		if savepoint {
 			if _, err := sqlTx.Exec("SAVEPOINT g"); err != nil {
@@ -83,15 +88,23 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 			break
 		}
 		if r := results[i]; r.Failed() && !savepoint {
-			// Nothing but the whole transaction undoes it: the call keeps its
-			// outcome, the others run again.
+			// Nothing but the whole transaction undoes it, and the others run
+			// again. The call keeps its outcome unless it ran after writes of
+			// other calls, which may have caused it (and may now never
+			// commit): then it runs again too.
 			results[i] = dbutil.TxResult{}
 			if err := sqlTx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+				results[i] = r
 				return fail(fmt.Errorf("roll back: %w", err))
 			}
 			results = dbutil.RunAgain(results)
-			results[i] = r
+			if !wrote || r.Panic != nil {
+				results[i] = r
+			}
 			return results
+		}
+		if !results[i].Failed() {
+			wrote = true
 		}
 		if !savepoint {
 			continue
@@ -122,6 +135,5 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		return results
 	}
 	s.writeStmts.prepareWanted(context.Background())
-	dbutil.RunAfter(after...)
-	return results
+	return dbutil.RunAfter(after, results)
 }

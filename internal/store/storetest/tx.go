@@ -24,6 +24,7 @@ var txTests = map[string]func(*testing.T, opener){
 	"GroupTxIsolatesFailures":  testGroupTxIsolatesFailures,
 	"AfterCommit":              testAfterCommit,
 	"AfterCommitInCommitOrder": testAfterCommitOrder,
+	"AfterCommitPanicIsOwn":    testAfterCommitPanic,
 	"Ping":                     testPing,
 }
 
@@ -487,5 +488,45 @@ func testAfterCommitOrder(t *testing.T, open opener) {
 	}
 	if len(announced) != n || !slices.IsSorted(announced) || len(slices.Compact(slices.Clone(announced))) != n {
 		t.Fatalf("versions announced %v, want %d, in increasing order", announced, n)
+	}
+}
+
+// testAfterCommitPanic: an AfterCommit function that panics reaches its own
+// caller only (whose write committed); the other transactions of its group
+// see their functions run and succeed.
+func testAfterCommitPanic(t *testing.T, open opener) {
+	s := open(t)
+	const n = 20
+	ran := make([]bool, n)
+	panicked := make([]any, n)
+	errs := runTogether(n, func(i int) error {
+		defer func() { panicked[i] = recover() }()
+		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
+			if _, err := tx.CreateOwner(t.Context(), fmt.Sprint("owner", i)); err != nil {
+				return err
+			}
+			tx.AfterCommit(func() {
+				if i == 7 {
+					panic("boom 7")
+				}
+				ran[i] = true
+			})
+			return nil
+		})
+	})
+	for i := range n {
+		switch {
+		case i == 7 && panicked[i] != "boom 7":
+			t.Errorf("call 7: panic %v, want its own", panicked[i])
+		case i != 7 && (panicked[i] != nil || errs[i] != nil || !ran[i]):
+			t.Errorf("call %d: panic %v, error %v, AfterCommit ran %v; want it to succeed", i, panicked[i], errs[i], ran[i])
+		}
+		inTx(t, s, func(tx store.Tx) error {
+			created, err := tx.CreateOwner(t.Context(), fmt.Sprint("owner", i))
+			if err == nil && created {
+				t.Errorf("call %d committed nothing", i)
+			}
+			return err
+		})
 	}
 }

@@ -145,12 +145,25 @@ func RunAgain(results []TxResult) []TxResult {
 	return results
 }
 
-// RunAfter runs transactions' AfterCommit functions (store.Tx), one
-// transaction's after another's, in order.
-func RunAfter(after ...[]func()) {
-	for _, fns := range after {
-		for _, fn := range fns {
-			fn()
+// RunAfter runs the AfterCommit functions (store.Tx) of a group's
+// committed calls, call after call, in order. A function that panics ends
+// its call's functions and becomes that call's result, as it would have
+// been had the caller run them: the other calls' functions still run.
+func RunAfter(after [][]func(), results []TxResult) []TxResult {
+	for i, fns := range after {
+		if p := RunAfterOne(fns); p != nil {
+			results[i] = TxResult{Panic: p}
 		}
 	}
+	return results
+}
+
+// RunAfterOne runs one transaction's AfterCommit functions in order and
+// returns the panic of the one that panicked, if any.
+func RunAfterOne(fns []func()) (panicked any) {
+	defer func() { panicked = recover() }()
+	for _, fn := range fns {
+		fn()
+	}
+	return nil
 }
