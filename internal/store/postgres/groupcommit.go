@@ -24,11 +24,7 @@ const maxGroup = 32
 // rolled back: the failed call gets its error, and every other call runs
 // again in a transaction of its own.
 func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	err := s.group.Run(ctx, fn, true, s.commitGroup)
-	if errors.Is(err, dbutil.ErrRunAlone) {
-		return s.InTx(ctx, fn)
-	}
-	return err
+	return s.group.RunShared(ctx, fn, s.commitGroup, s.InTx)
 }
 
 // commitGroup runs a group's calls one after the other in one transaction

@@ -38,11 +38,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 // InGroupTx runs fn like InTx, in a group, but with no savepoint of its own
 // (see above).
 func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	err := s.group.Run(ctx, fn, true, s.commitGroup)
-	if errors.Is(err, dbutil.ErrRunAlone) {
-		return s.InTx(ctx, fn)
-	}
-	return err
+	return s.group.RunShared(ctx, fn, s.commitGroup, s.InTx)
 }
 
 // commitGroup runs each call's fn in one transaction (InTx calls each in a

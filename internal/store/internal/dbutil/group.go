@@ -70,6 +70,18 @@ func (g *Group) Run(ctx context.Context, fn func(tx store.Tx) error, shared bool
 	return r.result()
 }
 
+// RunShared runs fn as a shared call (TxCall.Shared, for a store's
+// InGroupTx) and, should its group send it to run again, runs it with
+// alone (the store's InTx).
+func (g *Group) RunShared(ctx context.Context, fn func(tx store.Tx) error, commit func([]*TxCall) []TxResult,
+	alone func(context.Context, func(store.Tx) error) error) error {
+	err := g.Run(ctx, fn, true, commit)
+	if errors.Is(err, ErrRunAlone) {
+		return alone(ctx, fn)
+	}
+	return err
+}
+
 func (r TxResult) result() error {
 	if r.Panic != nil {
 		panic(r.Panic)
