@@ -127,7 +127,8 @@ func leaseLostError(l store.Lease) error {
 }
 
 // finalWrite sends a held fence, its inserts and the status change tr
-// (arguments args, of transitionArgs) as one statement. No row back means
+// (arguments args, of transitionArgs) as one statement, after the fence of
+// its own when tr looks at the queue, in one round trip. No row back means
 // the lease did not hold: nothing was written.
 func (t *tx) finalWrite(ctx context.Context, w *heldWrite, args []any, tr store.Transition) (chat.Chat, error) {
 	n := len(w.inserts)

@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
@@ -43,7 +41,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fillResults(results, fmt.Errorf("begin transaction: %w", err))
+		return dbutil.Fill(results, fmt.Errorf("begin transaction: %w", err))
 	}
 	defer conn.Release() // a connection left inside a transaction is closed, not reused
 	t := &lazyTx{conn: conn}
@@ -73,12 +71,11 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		}
 		if r := results[i]; r.Failed() {
 			// The failure is its own unless the database asks for the whole
-			// to run again, refuses it for a failure before it (that a call
-			// ignored), or it ran after other calls' writes (which may have
-			// caused it, and may now never commit).
+			// to run again, or it ran after other calls' writes (which may
+			// have caused it, and may now never commit).
 			results[i] = dbutil.TxResult{}
 			alone()
-			if r.Panic != nil || (!wrote && !retryable(r.Err) && !failedBefore(r.Err)) {
+			if r.Panic != nil || (!wrote && !retryable(r.Err)) {
 				results[i] = r
 			}
 			return results
@@ -89,16 +86,9 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		if retryable(err) {
 			return alone()
 		}
-		return fillResults(results, fmt.Errorf("commit: %w", err))
+		return dbutil.Fill(results, fmt.Errorf("commit: %w", err))
 	}
 	return dbutil.RunAfter(after, results)
-}
-
-// failedBefore reports whether err is PostgreSQL refusing a statement
-// because an earlier one of the transaction failed (25P02).
-func failedBefore(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "25P02"
 }
 
 // groupTimeout bounds a group's transaction.
@@ -113,14 +103,4 @@ func runAlone(s *Store, call *dbutil.TxCall) (r dbutil.TxResult) {
 		}
 	}()
 	return dbutil.TxResult{Err: s.InTx(call.Ctx, call.Fn)}
-}
-
-// fillResults sets err as the result of every call that has none yet.
-func fillResults(results []dbutil.TxResult, err error) []dbutil.TxResult {
-	for i := range results {
-		if !results[i].Failed() {
-			results[i].Err = err
-		}
-	}
-	return results
 }

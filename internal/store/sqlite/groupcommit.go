@@ -45,14 +45,7 @@ func (s *Store) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error
 // savepoint) and commits it.
 func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 	results := make([]dbutil.TxResult, len(group))
-	fail := func(err error) []dbutil.TxResult {
-		for i := range results {
-			if results[i].Panic == nil {
-				results[i].Err = err
-			}
-		}
-		return results
-	}
+	fail := func(err error) []dbutil.TxResult { return dbutil.Fill(results, err) }
 	// Not the callers' contexts: one caller giving up must not roll back the
 	// others' work. Each fn runs its statements with its own context.
 	sqlTx, err := s.write.BeginTx(context.Background(), nil)
@@ -123,12 +116,7 @@ func (s *Store) commitGroup(group []*dbutil.TxCall) []dbutil.TxResult {
 		return results
 	}
 	if err := sqlTx.Commit(); err != nil {
-		for i := range results {
-			if !results[i].Failed() {
-				results[i].Err = fmt.Errorf("commit: %w", err)
-			}
-		}
-		return results
+		return fail(fmt.Errorf("commit: %w", err))
 	}
 	s.writeStmts.prepareWanted(context.Background())
 	return dbutil.RunAfter(after, results)

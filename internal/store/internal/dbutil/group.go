@@ -146,16 +146,20 @@ func (c *TxCall) Call(tx store.Tx) (r TxResult) {
 // Failed reports whether the call's transaction must not commit.
 func (r TxResult) Failed() bool { return r.Err != nil || r.Panic != nil }
 
-// RunAgain sets ErrRunAlone as the result of every call that has no
-// outcome of its own yet: the group was rolled back under them.
-func RunAgain(results []TxResult) []TxResult {
+// Fill sets err as the result of every call that has no outcome of its
+// own yet (a group that failed as a whole).
+func Fill(results []TxResult, err error) []TxResult {
 	for i := range results {
 		if !results[i].Failed() {
-			results[i].Err = ErrRunAlone
+			results[i].Err = err
 		}
 	}
 	return results
 }
+
+// RunAgain sends every call that has no outcome of its own yet to run
+// again: the group was rolled back under them.
+func RunAgain(results []TxResult) []TxResult { return Fill(results, ErrRunAlone) }
 
 // RunAfter runs the AfterCommit functions (store.Tx) of a group's
 // committed calls, call after call, in order. A function that panics ends
