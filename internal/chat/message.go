@@ -2,7 +2,6 @@ package chat
 
 import (
 	"encoding/json"
-	"slices"
 	"time"
 )
 
@@ -137,55 +136,6 @@ func PendingDynamicCalls(history []Message, dynamic []DynamicTool) []ToolCall {
 				break
 			}
 		}
-	}
-	return out
-}
-
-// ForModel returns history as a model should see it: the tool messages that
-// follow an assistant message (server results, then client results, maybe
-// from different moments) merged into one, with results in call order.
-// history is not modified.
-func ForModel(history []Message) []Message {
-	out := make([]Message, 0, len(history))
-	for i := 0; i < len(history); i++ {
-		m := history[i]
-		out = append(out, m)
-		if m.Role != RoleAssistant {
-			continue
-		}
-		order := map[string]int{}
-		for _, p := range m.Parts {
-			if p.Type == PartToolCall {
-				order[p.ToolCallID] = len(order)
-			}
-		}
-		j := i + 1
-		for j < len(history) && history[j].Role == RoleTool {
-			j++
-		}
-		if j == i+1 {
-			continue
-		}
-		merged := history[i+1]
-		merged.Parts = nil
-		for _, t := range history[i+1 : j] {
-			merged.Parts = append(merged.Parts, t.Parts...)
-		}
-		slices.SortStableFunc(merged.Parts, func(a, b Part) int {
-			ia, oka := order[a.ToolCallID]
-			ib, okb := order[b.ToolCallID]
-			switch {
-			case !oka && !okb:
-				return 0
-			case !oka:
-				return 1
-			case !okb:
-				return -1
-			}
-			return ia - ib
-		})
-		out = append(out, merged)
-		i = j - 1
 	}
 	return out
 }

@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -129,7 +127,6 @@ func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
 	}
 	t.Cleanup(func() {
 		h.stopAll()
-		checkInvariants(t, st)
 		ps.Close()
 	})
 	return h
@@ -237,66 +234,6 @@ func (h *harness) subscribe(id string) <-chan events.ChatEvent {
 		}
 	}()
 	return out
-}
-
-// checkInvariants is run after every engine test: every persisted tool call
-// has exactly one result, unless its chat waits in requires_action for it.
-func checkInvariants(t *testing.T, st store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	for _, status := range chat.Statuses {
-		page, err := st.ListChats(ctx, store.ChatQuery{Owner: owner, Statuses: []chat.Status{status}, Limit: store.MaxPageSize})
-		if err != nil {
-			t.Errorf("invariants: %v", err)
-			return
-		}
-		for _, c := range page.Chats {
-			if err := callsResolved(ctx, st, c); err != nil {
-				t.Errorf("invariant broken in chat %s (%s): %v", c.ID, c.Status, err)
-			}
-		}
-	}
-}
-
-func callsResolved(ctx context.Context, st store.Store, c chat.Chat) error {
-	msgs, err := st.ListMessages(ctx, c.ID, 0, store.MaxPageSize)
-	if err != nil {
-		return err
-	}
-	calls, results := map[string]int{}, map[string]int{}
-	var order []string
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			switch p.Type {
-			case chat.PartToolCall:
-				calls[p.ToolCallID]++
-				order = append(order, p.ToolCallID)
-			case chat.PartToolResult:
-				results[p.ToolCallID]++
-			}
-		}
-	}
-	open := map[string]bool{}
-	if c.Status == chat.RequiresAction || c.Status == chat.Running {
-		for _, tc := range chat.UnresolvedCalls(msgs) {
-			open[tc.ToolCallID] = true
-		}
-	}
-	var errs []error
-	for _, id := range order {
-		if calls[id] != 1 {
-			errs = append(errs, fmt.Errorf("tool call %s appears %d times", id, calls[id]))
-		}
-		if results[id] != 1 && !(results[id] == 0 && open[id]) {
-			errs = append(errs, fmt.Errorf("tool call %s has %d results", id, results[id]))
-		}
-	}
-	for id := range results {
-		if calls[id] == 0 {
-			errs = append(errs, fmt.Errorf("result for unknown call %s", id))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // addTool is a registry with one server-side tool, "add", summing a and b;

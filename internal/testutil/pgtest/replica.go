@@ -7,10 +7,11 @@ import (
 
 	pgpubsub "github.com/parleyhq/parley/internal/pubsub/postgres"
 	"github.com/parleyhq/parley/internal/store/postgres"
+	"github.com/parleyhq/parley/internal/testutil/invariant"
 )
 
 // Store opens a store on dsn (from DSN) and migrates it; it is closed when
-// the test ends.
+// the test ends, after every chat's history is checked (invariant.Check).
 func Store(t testing.TB, dsn string) *postgres.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -22,6 +23,9 @@ func Store(t testing.TB, dsn string) *postgres.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Runs before the close above, after whatever the test starts later
+	// (engines, servers) has stopped.
+	t.Cleanup(func() { invariant.Check(t, st) })
 	return st
 }
 

@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/invariant"
 )
 
 // Open opens (creating it) and migrates the SQLite database parley.db in
-// dir, closed when the test ends; t.TempDir() is the usual dir.
+// dir, closed when the test ends; t.TempDir() is the usual dir. When the
+// test ends, every chat's history is checked (invariant.Check).
 func Open(t testing.TB, dir string) *sqlite.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -22,5 +24,8 @@ func Open(t testing.TB, dir string) *sqlite.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Runs before the close above, after whatever the test starts later
+	// (engines, servers) has stopped.
+	t.Cleanup(func() { invariant.Check(t, st) })
 	return st
 }

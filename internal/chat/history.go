@@ -1,0 +1,156 @@
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ReasonNoResult is the output of the result ForModel makes up for a call
+// that has none in the history, so the model never sees a dangling call.
+const ReasonNoResult = "no result was recorded for this call; the tool may or may not have run"
+
+// ForModel returns history as a model should see it: every assistant message
+// that makes tool calls is followed by exactly one tool message with one
+// result per call, in call order, and tool messages stand nowhere else.
+//
+// A call's result is looked for in every tool message between its assistant
+// message and the next one, so a result written after a later user message
+// is moved back to its call; a call without a result gets an error result
+// (ReasonNoResult); a second result of a call, or a result of no call of
+// that assistant message, is dropped. history is not modified.
+func ForModel(history []Message) []Message {
+	out := make([]Message, 0, len(history))
+	for i := 0; i < len(history); i++ {
+		m := history[i]
+		if m.Role == RoleTool {
+			continue // placed after its assistant message, or dropped
+		}
+		out = append(out, m)
+		calls := callsOf(m)
+		if m.Role != RoleAssistant || len(calls) == 0 {
+			continue
+		}
+		end := i + 1
+		for end < len(history) && history[end].Role != RoleAssistant {
+			end++
+		}
+		found := make(map[string]Part, len(calls))
+		merged := Message{ChatID: m.ChatID, Role: RoleTool}
+		for _, t := range history[i+1 : end] {
+			if t.Role != RoleTool {
+				continue
+			}
+			if merged.ID == 0 {
+				merged.ID, merged.CreatedAt = t.ID, t.CreatedAt
+			}
+			for _, p := range t.Parts {
+				if _, dup := found[p.ToolCallID]; p.Type == PartToolResult && !dup {
+					found[p.ToolCallID] = p
+				}
+			}
+		}
+		reason, _ := json.Marshal(ReasonNoResult)
+		for _, c := range calls {
+			p, ok := found[c.ToolCallID]
+			if !ok {
+				p = Part{Type: PartToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Output: reason, IsError: true}
+			}
+			merged.Parts = append(merged.Parts, p)
+		}
+		out = append(out, merged)
+	}
+	return out
+}
+
+// callsOf lists the tool calls of a message, in call order.
+func callsOf(m Message) []ToolCall {
+	var calls []ToolCall
+	for _, p := range m.Parts {
+		if p.Type == PartToolCall {
+			calls = append(calls, ToolCall{ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args})
+		}
+	}
+	return calls
+}
+
+// CheckHistory checks the invariant every persisted history keeps: every
+// tool call has exactly one result, in the tool messages right after its
+// assistant message (each of them holds its results in call order), call
+// ids are unique, and no tool message stands anywhere else. Only calls of
+// the last assistant message may be open, and only while the chat is in
+// requires_action and mayWait says the call waits for someone (a client's
+// result); a chat in requires_action waits for at least one call. It
+// returns every breach found, joined.
+func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool) error {
+	var errs []error
+	seen := map[string]bool{}
+	var (
+		calls     []ToolCall     // of the last assistant message
+		index     map[string]int // call id -> position in calls
+		answered  map[string]bool
+		afterAsst bool // only tool messages since the last assistant message
+	)
+	unanswered := func() []ToolCall {
+		var open []ToolCall
+		for _, c := range calls {
+			if !answered[c.ToolCallID] {
+				open = append(open, c)
+			}
+		}
+		return open
+	}
+	for _, m := range history {
+		if m.Role != RoleTool {
+			for _, c := range unanswered() {
+				errs = append(errs, fmt.Errorf("call %s (%s) has no result before message %d", c.ToolCallID, c.ToolName, m.ID))
+			}
+			calls, index, answered, afterAsst = nil, map[string]int{}, map[string]bool{}, m.Role == RoleAssistant
+			if m.Role == RoleAssistant {
+				calls = callsOf(m)
+				for i, c := range calls {
+					if seen[c.ToolCallID] {
+						errs = append(errs, fmt.Errorf("message %d: call id %s used before", m.ID, c.ToolCallID))
+					}
+					seen[c.ToolCallID] = true
+					index[c.ToolCallID] = i
+				}
+			}
+			continue
+		}
+		if !afterAsst {
+			errs = append(errs, fmt.Errorf("tool message %d does not follow an assistant message", m.ID))
+			continue
+		}
+		last := -1
+		for _, p := range m.Parts {
+			if p.Type != PartToolResult {
+				errs = append(errs, fmt.Errorf("tool message %d holds a %s part", m.ID, p.Type))
+				continue
+			}
+			i, ok := index[p.ToolCallID]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("tool message %d: result for %s, which its assistant message did not call", m.ID, p.ToolCallID))
+			case answered[p.ToolCallID]:
+				errs = append(errs, fmt.Errorf("tool message %d: a second result for %s", m.ID, p.ToolCallID))
+			case i < last:
+				errs = append(errs, fmt.Errorf("tool message %d: result for %s out of call order", m.ID, p.ToolCallID))
+			}
+			if ok {
+				answered[p.ToolCallID] = true
+				last = max(last, i)
+			}
+		}
+	}
+	open := unanswered()
+	for _, c := range open {
+		if status != RequiresAction || mayWait == nil || !mayWait(c) {
+			errs = append(errs, fmt.Errorf("call %s (%s) is open in a %s chat", c.ToolCallID, c.ToolName, status))
+		}
+	}
+	if status == RequiresAction && len(open) == 0 {
+		errs = append(errs, errors.New("requires_action with no open call"))
+	}
+	return errors.Join(errs...)
+}

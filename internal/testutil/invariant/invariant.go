@@ -1,0 +1,62 @@
+// Package invariant checks, after a test that ran chats, the invariant every
+// chat's history keeps (chat.CheckHistory): each tool call has exactly one
+// result, right after its assistant message and in call order, and only the
+// calls a requires_action chat waits for may be open. The test helpers that
+// open stores (sqlitetest, pgtest) run it when the test ends.
+package invariant
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Store is what the check reads: every chat id, then each chat and its
+// history.
+type Store interface {
+	store.Reader
+	ChatIDs(ctx context.Context) ([]string, error)
+}
+
+// Check fails t for every chat of st whose history breaks the invariant.
+func Check(t testing.TB, st Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids, err := st.ChatIDs(ctx)
+	if err != nil {
+		t.Errorf("invariant check: %v", err)
+		return
+	}
+	for _, id := range ids {
+		c, err := st.GetChat(ctx, id)
+		if err != nil {
+			t.Errorf("invariant check: %v", err)
+			continue
+		}
+		var msgs []chat.Message
+		err = store.ForEachMessage(ctx, st, id, 0, func(m chat.Message) error {
+			msgs = append(msgs, m)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("invariant check: %v", err)
+			continue
+		}
+		if err := chat.CheckHistory(c.Status, msgs, WaitsForClient(c)); err != nil {
+			t.Errorf("invariant broken in chat %s (%s):\n%v", id, c.Status, err)
+		}
+	}
+}
+
+// WaitsForClient reports whether a call of c may stay open: it is a call of
+// one of c's dynamic tools, which the client answers.
+func WaitsForClient(c chat.Chat) func(chat.ToolCall) bool {
+	return func(call chat.ToolCall) bool {
+		return slices.ContainsFunc(c.DynamicTools, func(d chat.DynamicTool) bool { return d.Name == call.ToolName })
+	}
+}
