@@ -32,6 +32,15 @@ import (
 // CutAfter alone drops the connection after that many events, with no
 // terminating chunk. FirstChunkDelay holds back the first event (after the
 // 200 headers; before an error answer), ending early if the client goes away.
+//
+// Messages whose tool calls and results do not pair up are refused as the
+// API refuses them, with HTTP 400 invalid_request_error: a tool_use block
+// without a tool_result block in the next turn ("messages.N: `tool_use` ids
+// were found without `tool_result` blocks immediately after: ..."), or a
+// tool_result block answering no tool_use block of the turn before it
+// ("messages.N.content.M: unexpected `tool_use_id` found in `tool_result`
+// blocks: ..."). Consecutive messages of one role count as one turn, as the
+// API merges them (see Script).
 type Anthropic struct {
 	*Script
 	URL string // base URL for the SDK (option.WithBaseURL)
@@ -60,16 +69,29 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	turn, ok := f.next(Request{Header: r.Header.Clone(), Body: body, At: time.Now()})
+	authorized := r.Header.Get("x-api-key") != "" || r.Header.Get("Authorization") != ""
+	versioned := r.Header.Get("anthropic-version") != ""
+	var bad *historyError
+	if authorized && versioned && json.Valid(body) {
+		bad = anthropicHistoryError(body)
+	}
+	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
+	if bad != nil {
+		logged.Rejected = bad.message
+	}
+	turn, ok := f.next(logged)
 	switch {
-	case r.Header.Get("x-api-key") == "" && r.Header.Get("Authorization") == "":
+	case !authorized:
 		anthropicError(w, http.StatusUnauthorized, "x-api-key header is required", 0)
 		return
-	case r.Header.Get("anthropic-version") == "":
+	case !versioned:
 		anthropicError(w, http.StatusBadRequest, "anthropic-version: header is required", 0)
 		return
 	case !json.Valid(body):
 		anthropicError(w, http.StatusBadRequest, "There was an issue with the request body: invalid JSON", 0)
+		return
+	case bad != nil:
+		anthropicError(w, http.StatusBadRequest, bad.message, 0)
 		return
 	case !ok:
 		anthropicError(w, http.StatusInternalServerError, "llmtest: no scripted turn left", 0)

@@ -29,6 +29,16 @@ import (
 // FirstChunkDelay holds back the first event (after the 200 headers; before
 // an error answer), ending early if the client goes away.
 //
+// Messages whose tool calls and results do not pair up are refused as the
+// API refuses them, with HTTP 400 and the param at fault: an assistant
+// message with tool_calls not followed by a tool message for each call
+// ("An assistant message with 'tool_calls' must be followed by tool
+// messages responding to each 'tool_call_id'. ..."), a tool message with no
+// assistant message with tool_calls before its run of tool messages
+// ("Invalid parameter: messages with role 'tool' must be a response to a
+// preceeding message with 'tool_calls'.", the API's spelling), or one
+// answering a call that message did not make (see Script).
+//
 // Its *Script (Push, Requests) and URL, the base URL to give the SDK
 // (option.WithBaseURL), come from the embedded openaiFake.
 type OpenAIChat struct {
@@ -37,7 +47,7 @@ type OpenAIChat struct {
 
 // NewOpenAIChat starts a fake Chat Completions server, closed when t ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
-	f := &OpenAIChat{openaiFake{path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError}}
+	f := &OpenAIChat{openaiFake{path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: chatHistoryError}}
 	f.start(t)
 	return f
 }
@@ -133,5 +143,5 @@ func openaiChatEvents(t Turn, req openaiRequest, n int64) []openaiEvent {
 
 // openaiChatError is the mid-stream error event of Chat Completions.
 func openaiChatError(t Turn, _ int) openaiEvent {
-	return openaiEvent{data: openaiJSON(openaiObj{{"error", openaiErrorObject(t.Status, t.ErrorMessage)}})}
+	return openaiEvent{data: openaiJSON(openaiObj{{"error", openaiErrorObject(t.Status, t.ErrorMessage, nil)}})}
 }

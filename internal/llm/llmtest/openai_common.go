@@ -25,7 +25,9 @@ type openaiFake struct {
 	events func(t Turn, req openaiRequest, id int64) []openaiEvent
 	// streamError is the API's mid-stream error frame, sent as event number seq.
 	streamError func(t Turn, seq int) openaiEvent
-	ids         atomic.Int64
+	// history is why the API would refuse the request's conversation, or nil.
+	history func(req openaiRequest) *historyError
+	ids     atomic.Int64
 }
 
 // openaiRequest is what the fakes read of a request body.
@@ -73,18 +75,30 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	turn, ok := f.next(Request{Header: r.Header.Clone(), Body: body, At: time.Now()})
 	var req openaiRequest
 	jsonErr := json.Unmarshal(body, &req)
 	if jsonErr == nil {
 		jsonErr = json.Unmarshal(body, &req.raw)
 	}
+	authorized := strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var bad *historyError
+	if authorized && jsonErr == nil {
+		bad = f.history(req)
+	}
+	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
+	if bad != nil {
+		logged.Rejected = bad.message
+	}
+	turn, ok := f.next(logged)
 	switch {
-	case !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer "):
+	case !authorized:
 		openaiError(w, http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 0)
 		return
 	case jsonErr != nil:
 		openaiError(w, http.StatusBadRequest, "We could not parse the JSON body of your request.", 0)
+		return
+	case bad != nil:
+		writeOpenAIError(w, http.StatusBadRequest, openaiErrorObject(http.StatusBadRequest, bad.message, bad.param), 0)
 		return
 	case !req.Stream:
 		openaiError(w, http.StatusBadRequest, "llmtest: only streaming requests are supported", 0)
@@ -137,6 +151,11 @@ func writeOpenAIEvent(w io.Writer, ev openaiEvent) {
 // seconds (rounded up); a delay with a fraction of a second also gets the
 // retry-after-ms header that OpenAI-compatible servers such as Azure send.
 func openaiError(w http.ResponseWriter, status int, message string, retryAfter time.Duration) {
+	writeOpenAIError(w, status, openaiErrorObject(status, message, nil), retryAfter)
+}
+
+// writeOpenAIError writes an error answer with the error object e.
+func writeOpenAIError(w http.ResponseWriter, status int, e openaiObj, retryAfter time.Duration) {
 	if retryAfter > 0 {
 		w.Header().Set("retry-after", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
 		if retryAfter%time.Second != 0 {
@@ -145,14 +164,14 @@ func openaiError(w http.ResponseWriter, status int, message string, retryAfter t
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	body := openaiObj{{"error", openaiErrorObject(status, message)}}
+	body := openaiObj{{"error", e}}
 	data, _ := json.MarshalIndent(body, "", "    ") // the API pretty-prints its error bodies
 	_, _ = w.Write(append(data, '\n'))
 }
 
 // openaiErrorObject is the API's error object for status: message, type,
-// param, code.
-func openaiErrorObject(status int, message string) openaiObj {
+// param (the request field at fault; nil for none), code.
+func openaiErrorObject(status int, message string, param any) openaiObj {
 	typ, code, msg := "invalid_request_error", any(nil), "Invalid request."
 	switch {
 	case status == http.StatusUnauthorized:
@@ -169,7 +188,7 @@ func openaiErrorObject(status int, message string) openaiObj {
 	if message != "" {
 		msg = message
 	}
-	return openaiObj{{"message", msg}, {"type", typ}, {"param", nil}, {"code", code}}
+	return openaiObj{{"message", msg}, {"type", typ}, {"param", param}, {"code", code}}
 }
 
 // openaiObj is a JSON object that keeps its fields in order, as the API

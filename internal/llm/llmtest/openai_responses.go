@@ -31,6 +31,12 @@ import (
 // terminating chunk. FirstChunkDelay holds back the first event (after the
 // 200 headers; before an error answer), ending early if the client goes away.
 //
+// Input whose tool calls and outputs do not pair up is refused as the API
+// refuses it, with HTTP 400 and param "input": "No tool call found for
+// function call output with call_id X." for an output that answers no
+// earlier function_call, "No tool output found for function call X." for a
+// function_call no later output answers (see Script).
+//
 // Its *Script (Push, Requests) and URL, the base URL to give the SDK
 // (option.WithBaseURL), come from the embedded openaiFake.
 type OpenAIResponses struct {
@@ -39,7 +45,7 @@ type OpenAIResponses struct {
 
 // NewOpenAIResponses starts a fake Responses server, closed when t ends.
 func NewOpenAIResponses(t testing.TB) *OpenAIResponses {
-	f := &OpenAIResponses{openaiFake{path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError}}
+	f := &OpenAIResponses{openaiFake{path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: responsesHistoryError}}
 	f.start(t)
 	return f
 }
@@ -191,7 +197,7 @@ func openaiResponsesEvents(t Turn, req openaiRequest, n int64) []openaiEvent {
 // in the shape the API sends (the error object nested, not flattened as its
 // reference once showed).
 func openaiResponsesError(t Turn, seq int) openaiEvent {
-	e := openaiErrorObject(t.Status, t.ErrorMessage)
+	e := openaiErrorObject(t.Status, t.ErrorMessage, nil)
 	return openaiEvent{name: "error", data: openaiJSON(openaiObj{
 		{"type", "error"}, {"sequence_number", seq}, {"error", e},
 	})}

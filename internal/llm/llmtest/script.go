@@ -56,7 +56,10 @@ type Usage struct {
 }
 
 // Script is the queue of turns a fake serves, one per request, and the log
-// of requests it received. A request with no turn left gets HTTP 500.
+// of requests it received. A request with no turn left gets HTTP 500. A
+// request whose history the real API would refuse (tool calls and results
+// that do not pair up) gets the API's HTTP 400 and uses no turn, since the
+// real API generates nothing for it; the log marks it Rejected.
 type Script struct {
 	mu       sync.Mutex
 	turns    []Turn
@@ -68,6 +71,9 @@ type Request struct {
 	Header http.Header
 	Body   json.RawMessage
 	At     time.Time
+	// Rejected is the error message of the HTTP 400 the fake answered
+	// because the request's history was malformed; "" when it was not.
+	Rejected string
 }
 
 // Push appends turns to the queue.
@@ -84,12 +90,27 @@ func (s *Script) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-// next records a request and pops the turn that answers it.
+// Rejections returns the messages of the requests refused for their
+// history so far, in order.
+func (s *Script) Rejections() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, r := range s.requests {
+		if r.Rejected != "" {
+			out = append(out, r.Rejected)
+		}
+	}
+	return out
+}
+
+// next records a request and pops the turn that answers it; a rejected
+// request pops none.
 func (s *Script) next(r Request) (Turn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r)
-	if len(s.turns) == 0 {
+	if len(s.turns) == 0 || r.Rejected != "" {
 		return Turn{}, false
 	}
 	t := s.turns[0]
