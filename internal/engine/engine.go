@@ -139,7 +139,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: subscribe to wake-ups: %w", err)
 	}
-	defer func() { wake.Close() }()
+	defer func() {
+		if wake != nil {
+			wake.Close()
+		}
+	}()
 	runs, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(errShutdown)
 	poll := time.NewTicker(e.cfg.PollInterval)
@@ -156,19 +160,43 @@ func (e *Engine) Run(ctx context.Context) error {
 			stopRuns(errShutdown)
 			e.wg.Wait()
 			return nil
-		case _, ok := <-wake.C():
+		case _, ok := <-wakeups(wake):
 			if !ok { // lagged or closed: resubscribe, and poll meanwhile
 				wake.Close()
-				if wake, err = e.ps.Subscribe(ctx, events.WorkTopic); err != nil && ctx.Err() == nil {
-					return fmt.Errorf("engine: resubscribe to wake-ups: %w", err)
-				}
+				wake = e.resubscribe(ctx)
 			}
 			e.kickAcquirer()
 		case <-poll.C:
+			if wake == nil {
+				wake = e.resubscribe(ctx)
+			}
 			e.maintain(ctx)
 			e.kickAcquirer()
 		}
 	}
+}
+
+// resubscribe subscribes to wake-ups again after the subscription ended; on
+// failure it returns nil and the engine lives on its poll, trying again at
+// the next one.
+func (e *Engine) resubscribe(ctx context.Context) pubsub.Subscription {
+	wake, err := e.ps.Subscribe(ctx, events.WorkTopic)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("resubscribe to wake-ups; polling until it works", "err", err)
+		}
+		return nil
+	}
+	return wake
+}
+
+// wakeups is the channel of a wake-up subscription; nil (blocking forever)
+// when there is none.
+func wakeups(s pubsub.Subscription) <-chan pubsub.Message {
+	if s == nil {
+		return nil
+	}
+	return s.C()
 }
 
 // kickAcquirer asks the acquire loop for another round. Kicks coalesce: one

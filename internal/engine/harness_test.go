@@ -139,7 +139,13 @@ func (h *harness) models() models {
 
 // start runs an engine until the test ends or stop is called.
 func (h *harness) start(tools engine.Tools) (stop func()) {
-	e := engine.New(h.cfg, h.st, h.ps, h.models(), tools, slog.New(captureHandler{l: h.logs}))
+	return h.startOn(h.st, h.ps, h.models(), tools)
+}
+
+// startOn runs an engine on st and ps (the harness's own, or wrappers
+// around them) with the given models.
+func (h *harness) startOn(st store.Store, ps pubsub.PubSub, m engine.Models, tools engine.Tools) (stop func()) {
+	e := engine.New(h.cfg, st, ps, m, tools, slog.New(captureHandler{l: h.logs}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()

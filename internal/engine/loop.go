@@ -8,14 +8,17 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 )
 
 // Reasons written into synthetic results.
 const (
-	reasonWorkerStopped = "not executed: the worker running this step stopped before the tool finished"
-	reasonDeadline      = "no result before deadline"
+	reasonDeadline = "no result before deadline"
+	// reasonStepFailed answers the calls of a step that were never run
+	// because another part of it failed (a tool source).
+	reasonStepFailed = "not executed: another part of this step failed, so the run stopped"
 )
 
 // loop runs steps until the chat is let go. A returned error is a failure of
@@ -32,12 +35,12 @@ func (r *run) loop(ctx context.Context) error {
 	}
 	model, ok := r.e.models.Model(r.chat.Model)
 	if !ok {
-		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)}, nil)
+		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)}, service.ReasonUnknownOutcome)
 		return nil
 	}
 	for step := 1; ; step++ {
 		if step > r.e.cfg.MaxSteps {
-			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)}, nil)
+			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)}, service.ReasonUnknownOutcome)
 			return nil
 		}
 		history, err := r.history(ctx)
@@ -65,7 +68,7 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 	if len(open) == 0 {
 		return msgs, nil
 	}
-	m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonWorkerStopped)}
+	m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, service.ReasonUnknownOutcome)}
 	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
 		return insert(ctx, tx, n, &m)
 	})
@@ -81,6 +84,10 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
 	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: chat.ForModel(history), Tools: defs}
 
+	if len(history) == 0 {
+		r.fail(&chat.ChatError{Kind: "internal", Message: "the chat has no message to answer"}, service.ReasonUnknownOutcome)
+		return true, nil
+	}
 	msgID, err := r.e.nextMessageID(ctx, history[len(history)-1].ID)
 	if err != nil {
 		return false, r.stopped(ctx, err)
@@ -102,7 +109,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 			}
 			return true, r.cutShort(ctx, partial, nil)
 		}
-		r.fail(modelError(callErr), nil)
+		r.fail(modelError(callErr), service.ReasonUnknownOutcome)
 		return true, nil
 	}
 
@@ -126,18 +133,22 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools})
 	var results *chat.Message
 	if len(out.Results) > 0 {
+		// Until written, the results are the run's to keep: a failure
+		// from here on writes them with it.
+		results = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
+		r.unsaved = []*chat.Message{results}
 		id, err := r.e.nextMessageID(context.WithoutCancel(ctx), asst.ID)
 		if err != nil {
 			return false, err
 		}
-		results = &chat.Message{ID: id, ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
+		results.ID = id
 	}
 	switch {
 	case ctx.Err() != nil:
 		return true, r.cutShort(ctx, nil, results)
 	case len(out.Failures) > 0:
 		f := out.Failures[0]
-		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, results)
+		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, reasonStepFailed, results)
 		return true, nil
 	case len(out.Pending) > 0:
 		return true, r.requireAction(out.Pending, results)
@@ -149,6 +160,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 			return false, err
 		}
 	}
+	r.unsaved = nil
 	return false, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -38,6 +40,10 @@ type run struct {
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message
+	// unsaved are messages of the step in progress that are not persisted
+	// yet (tool results while their write is tried): a run that fails
+	// writes them with its failure, so real results are not lost.
+	unsaved []*chat.Message
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move
@@ -51,13 +57,21 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 
 	go r.watch(ctx, cancel, ctl)
 
+	// A panic (a provider SDK's, parley's own) ends this chat in error, not
+	// the process: another replica would recover the chat and panic too.
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("run panicked", "panic", p, "stack", string(debug.Stack()))
+			r.fail(&chat.ChatError{Kind: "internal", Message: fmt.Sprintf("internal error: %v", p)}, service.ReasonUnknownOutcome, r.unsaved...)
+		}
+	}()
 	if err := r.loop(ctx); err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
 			r.log.Warn("lease lost: this worker writes nothing more for the chat")
 			return
 		}
 		r.log.Error("run failed", "err", err)
-		r.fail(&chat.ChatError{Kind: "internal", Message: err.Error()})
+		r.fail(&chat.ChatError{Kind: "internal", Message: err.Error()}, service.ReasonUnknownOutcome, r.unsaved...)
 	}
 }
 
@@ -140,17 +154,34 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 // write runs fn in a transaction fenced by the run's lease and announces
 // what fn recorded with the commit. store.ErrLeaseLost means the chat is no
 // longer ours.
+//
+// A write the database could not take for a passing reason
+// (store.ErrUnavailable: a lost connection, a restart) is tried again, on
+// a fresh connection, until writeTimeout; a run gives up only after that.
 func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	// A fenced write locks only its own chat: it may share its transaction
-	// with other runs' (group commit).
-	return events.Commit(ctx, r.e.st.InGroupTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
-		if err := tx.Fence(ctx, r.lease); err != nil {
+	pause := 10 * time.Millisecond
+	for {
+		// A fenced write locks only its own chat: it may share its
+		// transaction with other runs' (group commit).
+		err := events.Commit(ctx, r.e.st.InGroupTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
+			if err := tx.Fence(ctx, r.lease); err != nil {
+				return err
+			}
+			return fn(ctx, tx, n)
+		})
+		if !errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
-		return fn(ctx, tx, n)
-	})
+		r.log.Warn("database unavailable; trying the write again", "err", err, "pause", pause)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
 }
 
 // transition ends a fenced write with a status change from running and
@@ -259,19 +290,33 @@ func (r *run) requireAction(calls []chat.ToolCall, msgs ...*chat.Message) error 
 	})
 }
 
-// fail ends the run in error, writing msgs with it; the history stays as
-// persisted, and POST /retry continues from it.
-func (r *run) fail(ce *chat.ChatError, msgs ...*chat.Message) {
-	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := insert(ctx, tx, n, msgs...); err != nil {
-			return err
-		}
-		if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}, nil); err != nil {
-			return err
-		}
-		n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
-		return nil
-	})
+// fail ends the run in error, writing msgs with it and answering every call
+// still open with an error result that says open (why it has no result), in
+// the same transaction: the history stays consistent, a message posted next
+// follows complete results, and POST /retry continues from it. If msgs
+// cannot be written, the failure is written without them (their calls then
+// get open too).
+func (r *run) fail(ce *chat.ChatError, open string, msgs ...*chat.Message) {
+	end := func(msgs ...*chat.Message) error {
+		return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+			if err := insert(ctx, tx, n, msgs...); err != nil {
+				return err
+			}
+			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, open, n); err != nil {
+				return err
+			}
+			if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}, nil); err != nil {
+				return err
+			}
+			n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
+			return nil
+		})
+	}
+	err := end(msgs...)
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) && slices.ContainsFunc(msgs, func(m *chat.Message) bool { return m != nil }) {
+		r.log.Error("record run failure with the step's messages; recording it without them", "failure", ce.Message, "err", err)
+		err = end()
+	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		r.log.Error("record run failure", "failure", ce.Message, "err", err)
 	}

@@ -10,9 +10,10 @@ import (
 )
 
 // Interrupt stops the work in progress of the owner's chat: a running chat is
-// asked to stop (its worker acts on the flag), a requires_action chat gets
-// "cancelled" results for its open calls and waits, a pending chat waits. A
-// waiting or error chat is left as it is. It returns the chat.
+// asked to stop (its worker acts on the flag); a requires_action or pending
+// chat gets "cancelled" results for its open calls, its queued messages are
+// promoted, and it waits (or stays pending, to answer them). A waiting or
+// error chat is left as it is. It returns the chat.
 func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, error) {
 	var c chat.Chat
 	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
@@ -31,8 +32,20 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 			if err := CancelOpenCalls(ctx, tx, id, ReasonInterrupted, n); err != nil {
 				return err
 			}
-			if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Waiting}); err != nil {
-				return fmt.Errorf("chat %s to waiting: %w", id, err)
+			// Messages queued behind the stopped work are answered next,
+			// as when a run ends.
+			queued, err := PromoteQueued(ctx, tx, id, n)
+			if err != nil {
+				return err
+			}
+			to := chat.Waiting
+			if queued {
+				to = chat.Pending
+			}
+			if to != c.Status {
+				if c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: to}); err != nil {
+					return fmt.Errorf("chat %s to %s: %w", id, to, err)
+				}
 			}
 		}
 		n.StatusChanged(before, c)

@@ -15,6 +15,10 @@ import (
 const (
 	ReasonNewMessage  = "cancelled: the user sent a new message"
 	ReasonInterrupted = "cancelled: interrupted"
+	// ReasonUnknownOutcome answers a call whose run stopped between the
+	// call and its recorded result: the tool may have run, so the model
+	// should check before it repeats a call that is not idempotent.
+	ReasonUnknownOutcome = "outcome unknown: the run stopped before this call's result was recorded; the tool may have run"
 )
 
 // PostResult is where a posted message went: into the history (Message) or
@@ -54,6 +58,14 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		before := c.Status
 		switch {
 		case !c.Status.Busy():
+			// Calls a failed run left open are answered first: nothing may
+			// stand between a call and its result.
+			if err := CancelOpenCalls(ctx, tx, id, ReasonUnknownOutcome, n); err != nil {
+				return err
+			}
+			if err := s.titleFirst(ctx, tx, &c, parts, n); err != nil {
+				return err
+			}
 			if _, err := PromoteQueued(ctx, tx, id, n); err != nil {
 				return err
 			}
@@ -81,6 +93,11 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 			if err := CancelOpenCalls(ctx, tx, id, ReasonNewMessage, n); err != nil {
 				return err
 			}
+			// Older queued messages go first: a new message never
+			// overtakes them.
+			if _, err := PromoteQueued(ctx, tx, id, n); err != nil {
+				return err
+			}
 			if res.Message, err = insertUser(ctx, tx, id, parts, n); err != nil {
 				return err
 			}
@@ -98,6 +115,32 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
 	return res, nil
+}
+
+// titleFirst gives a chat that has neither a title nor any message yet (it
+// was created without a first message) the fallback title of the message
+// about to be its first, as creation with a message does; the run may then
+// replace it with a generated one.
+func (s *Service) titleFirst(ctx context.Context, tx store.Tx, c *chat.Chat, parts []chat.Part, n *events.Notice) error {
+	if c.Title != "" {
+		return nil
+	}
+	first, err := tx.ListMessages(ctx, c.ID, 0, 1)
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	title := FallbackTitle(parts, s.limits().MaxTitleBytes)
+	if len(first) > 0 || title == "" {
+		return nil
+	}
+	next := *c
+	next.Title = title
+	if err := tx.UpdateChatMeta(ctx, &next); err != nil {
+		return fmt.Errorf("title chat: %w", err)
+	}
+	n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindTitleChange, Chat: next})
+	*c = next
+	return nil
 }
 
 // insertUser appends a user message to the chat's history.

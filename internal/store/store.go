@@ -29,6 +29,11 @@ var (
 	// (its lease expired and was recovered, or the chat left running). The
 	// worker must write nothing more for that chat.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrUnavailable: the database could not be reached or dropped the
+	// connection (a restart, a network cut, a terminated backend). It
+	// passes: the same request may succeed a moment later. A transaction
+	// that fails with it before its commit was sent has written nothing.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Lease is a worker's hold on a running chat. Every write the worker makes

@@ -1,0 +1,389 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// failingStore fails chosen fenced writes of the engine (InGroupTx calls,
+// counted from 1) with the error fail returns for that call, nil for none.
+type failingStore struct {
+	store.Store
+	n    atomic.Int64
+	fail func(n int64) error
+}
+
+func (s *failingStore) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	if err := s.fail(s.n.Add(1)); err != nil {
+		return err
+	}
+	return s.Store.InGroupTx(ctx, fn)
+}
+
+// failWrites fails the writes numbered in ns with err, each once.
+func failWrites(err error, ns ...int64) func(int64) error {
+	return func(n int64) error {
+		for _, m := range ns {
+			if n == m {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// resultOf returns the result part of call id in msgs.
+func resultOf(t *testing.T, msgs []chat.Message, id string) chat.Part {
+	t.Helper()
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Type == chat.PartToolResult && p.ToolCallID == id {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no result for %s in %+v", id, msgs)
+	return chat.Part{}
+}
+
+// A step's results write fails (not a passing failure): the chat ends in
+// error with the tool's real result persisted right after its call, and a
+// message posted next is answered: the model gets a well-formed history.
+func TestFailedResultsWriteKeepsResultsAndChatRecovers(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}},
+		llmtest.Turn{Text: "back again"},
+	)
+	d, calls := addTool(t, nil)
+	// Write 1 persists the assistant message, write 2 its results.
+	fs := &failingStore{Store: h.st, fail: failWrites(errors.New("injected: disk full"), 2)}
+	h.startOn(fs, h.ps, h.models(), d)
+	c := h.create("add")
+	failed := h.waitStatus(c.ID, chat.Error)
+	if failed.LastError == nil || failed.LastError.Kind != "internal" || !strings.Contains(failed.LastError.Message, "disk full") {
+		t.Fatalf("last_error %+v", failed.LastError)
+	}
+	if r := resultOf(t, h.history(c.ID), "c1"); r.IsError || string(r.Output) != "3" {
+		t.Fatalf("the tool's real result was lost: %+v", r)
+	}
+
+	raw, _ := json.Marshal("still there?")
+	if _, err := h.svc.PostMessage(context.Background(), owner, c.ID, raw, chat.BusyQueue); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	if len(h.fake.Requests()) != 2 || calls.Load() != 1 {
+		t.Fatalf("%d model requests, %d tool calls; want 2 and 1", len(h.fake.Requests()), calls.Load())
+	}
+}
+
+// When even the failure cannot be written with the results, it is written
+// without them, and the open call is answered with an outcome the model
+// can trust: unknown, the tool may have run.
+func TestFailureWithoutResultsSaysOutcomeUnknown(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}},
+		llmtest.Turn{Text: "ok"},
+	)
+	d, _ := addTool(t, nil)
+	// 2: the results; 3: the failure with the results.
+	fs := &failingStore{Store: h.st, fail: failWrites(errors.New("injected"), 2, 3)}
+	h.startOn(fs, h.ps, h.models(), d)
+	c := h.create("add")
+	h.waitStatus(c.ID, chat.Error)
+	r := resultOf(t, h.history(c.ID), "c1")
+	if !r.IsError || !strings.Contains(string(r.Output), "outcome unknown") || !strings.Contains(string(r.Output), "may have run") {
+		t.Fatalf("synthetic result %s", r.Output)
+	}
+	if _, err := h.svc.Retry(context.Background(), owner, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+}
+
+// A passing database failure (store.ErrUnavailable) is retried: the run
+// goes on as if nothing happened.
+func TestUnavailableDatabaseIsRetried(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}},
+		llmtest.Turn{Text: "done"},
+	)
+	d, calls := addTool(t, nil)
+	fs := &failingStore{Store: h.st, fail: failWrites(fmt.Errorf("injected: %w", store.ErrUnavailable), 1, 2, 3)}
+	h.startOn(fs, h.ps, h.models(), d)
+	c := h.create("add")
+	h.waitStatus(c.ID, chat.Waiting)
+	if r := resultOf(t, h.history(c.ID), "c1"); r.IsError || string(r.Output) != "3" || calls.Load() != 1 {
+		t.Fatalf("result %+v after %d calls", r, calls.Load())
+	}
+}
+
+// A history that an older build left poisoned (a chat in error with a call
+// and no result) is mended by the next user message: the call is answered
+// before the message, and the model accepts the history.
+func TestMessageAfterOpenCallsAnswersThemFirst(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "fine"})
+	ctx := context.Background()
+	c := chat.Chat{ID: "poisoned", Owner: owner, Model: "fake", Title: "t", Status: chat.Pending}
+	_, err := h.st.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.InsertChat(ctx, &c); err != nil {
+			return err
+		}
+		for _, m := range []chat.Message{
+			{ChatID: c.ID, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("hi")}},
+			{ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartToolCall, ToolCallID: "c1", ToolName: "add", Args: json.RawMessage(`{}`)}}},
+		} {
+			if err := tx.InsertMessage(ctx, &m); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.TransitionChat(ctx, c.ID, store.Transition{From: chat.Pending, To: chat.Running}); err != nil {
+			return err
+		}
+		_, err := tx.TransitionChat(ctx, c.ID, store.Transition{From: chat.Running, To: chat.Error, LastError: &chat.ChatError{Kind: "internal", Message: "old bug"}})
+		return err
+	}), error(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start(nil)
+	raw, _ := json.Marshal("hello?")
+	if _, err := h.svc.PostMessage(ctx, owner, c.ID, raw, chat.BusyQueue); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	if msgs[2].Role != chat.RoleTool || msgs[3].Role != chat.RoleUser {
+		t.Fatalf("history %+v: want the call answered before the new message", msgs)
+	}
+}
+
+// panicky is a provider that panics on its first call and then answers.
+type panicky struct{ calls atomic.Int64 }
+
+func (p *panicky) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
+	if p.calls.Add(1) == 1 {
+		var history []chat.Message
+		_ = history[len(history)-1] // an SDK's index out of range
+	}
+	return llm.Result{Parts: []chat.Part{chat.TextPart("recovered")}, FinishReason: "stop"}, nil
+}
+
+// A panic inside a run ends that chat in error (kind internal), logged with
+// its stack; the engine lives on and runs the next chat.
+func TestPanicEndsTheChatNotTheProcess(t *testing.T) {
+	h := newHarness(t)
+	p := &panicky{}
+	h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: p, ModelID: "x"}}, nil)
+	c := h.create("boom")
+	failed := h.waitStatus(c.ID, chat.Error)
+	if failed.LastError == nil || failed.LastError.Kind != "internal" || !strings.Contains(failed.LastError.Message, "index out of range") {
+		t.Fatalf("last_error %+v", failed.LastError)
+	}
+	h.waitLog("run panicked", "goroutine")
+	next := h.create("again")
+	h.waitStatus(next.ID, chat.Waiting)
+}
+
+// A chat with nothing to answer (pending without messages) ends in error
+// instead of crashing the worker.
+func TestEmptyHistoryFailsTheChat(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	c := chat.Chat{ID: "empty", Owner: owner, Model: "fake", Title: "t", Status: chat.Pending}
+	if err := h.st.InTx(ctx, func(tx store.Tx) error { return tx.InsertChat(ctx, &c) }); err != nil {
+		t.Fatal(err)
+	}
+	h.start(nil)
+	failed := h.waitStatus(c.ID, chat.Error)
+	if failed.LastError == nil || !strings.Contains(failed.LastError.Message, "no message") {
+		t.Fatalf("last_error %+v", failed.LastError)
+	}
+}
+
+// flakyWake is a pubsub whose wake-up subscription the test ends, and which
+// then refuses to subscribe to wake-ups again.
+type flakyWake struct {
+	pubsub.PubSub
+	mu     sync.Mutex
+	first  *endable
+	broken bool
+}
+
+type endable struct {
+	pubsub.Subscription
+	c    chan pubsub.Message
+	once sync.Once
+}
+
+func (e *endable) C() <-chan pubsub.Message { return e.c }
+func (e *endable) end()                      { e.once.Do(func() { close(e.c) }) }
+
+func (f *flakyWake) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {
+	if topic != events.WorkTopic {
+		return f.PubSub.Subscribe(ctx, topic)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first != nil {
+		f.broken = true
+		return nil, errors.New("injected: cannot subscribe")
+	}
+	sub, err := f.PubSub.Subscribe(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	f.first = &endable{Subscription: sub, c: make(chan pubsub.Message)}
+	return f.first, nil
+}
+
+// A wake-up subscription that ends and cannot be made again leaves the
+// engine polling, not panicking on a nil subscription.
+func TestEngineSurvivesALostWakeUpSubscription(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "polled"})
+	f := &flakyWake{PubSub: h.ps}
+	h.startOn(h.st, f, h.models(), nil)
+	waitFor(t, "the engine subscribes", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.first != nil })
+	f.first.end()
+	waitFor(t, "the engine tries to subscribe again", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.broken })
+	c := h.create("anyone?")
+	h.waitStatus(c.ID, chat.Waiting)
+}
+
+// Interrupting a requires_action chat with queued messages promotes them:
+// the chat goes on to answer them instead of waiting.
+func TestInterruptPromotesQueuedMessages(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "d1", Name: "dyn", Args: `{}`}}},
+		llmtest.Turn{Text: "answered the queued one"},
+	)
+	h.start(nil)
+	c := h.create("call it", chat.DynamicTool{Name: "dyn", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	h.waitStatus(c.ID, chat.RequiresAction)
+	ctx := context.Background()
+	raw, _ := json.Marshal("queued while waiting")
+	res, err := h.svc.PostMessage(ctx, owner, c.ID, raw, chat.BusyQueue)
+	if err != nil || res.Queued == nil {
+		t.Fatalf("post: %+v %v", res, err)
+	}
+	after, err := h.svc.Interrupt(ctx, owner, c.ID)
+	if err != nil || after.Status != chat.Pending {
+		t.Fatalf("interrupt: %s %v, want pending", after.Status, err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	roles := ""
+	for _, m := range msgs {
+		roles += string(m.Role) + ","
+	}
+	if roles != "user,assistant,tool,user,assistant," || !strings.Contains(string(resultOf(t, msgs, "d1").Output), "cancelled") {
+		t.Fatalf("history roles %s", roles)
+	}
+	if q, _ := h.st.ListQueued(ctx, c.ID); len(q) != 0 {
+		t.Fatalf("%d messages still queued", len(q))
+	}
+}
+
+// busy "interrupt" on a requires_action chat puts the older queued message
+// before the new one.
+func TestBusyInterruptKeepsQueuedOrder(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "d1", Name: "dyn", Args: `{}`}}},
+		llmtest.Turn{Text: "both"},
+	)
+	h.start(nil)
+	c := h.create("call it", chat.DynamicTool{Name: "dyn", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	h.waitStatus(c.ID, chat.RequiresAction)
+	ctx := context.Background()
+	for _, m := range []struct {
+		text string
+		busy chat.BusyMode
+	}{{"older", chat.BusyQueue}, {"newer", chat.BusyInterrupt}} {
+		raw, _ := json.Marshal(m.text)
+		if _, err := h.svc.PostMessage(ctx, owner, c.ID, raw, m.busy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	var texts []string
+	for _, m := range h.history(c.ID) {
+		if m.Role == chat.RoleUser {
+			texts = append(texts, m.Parts[0].Text)
+		}
+	}
+	if strings.Join(texts, ",") != "call it,older,newer" {
+		t.Fatalf("user messages in order %v", texts)
+	}
+}
+
+// A chat created without a message gets its fallback title from the first
+// message posted later, announced on the feed.
+func TestFirstMessageLaterTitlesTheChat(t *testing.T) {
+	h := newHarness(t)
+	// The title and the answer are asked for at once, in either order:
+	// both turns say the same.
+	h.fake.Push(llmtest.Turn{Text: "Weather Talk"}, llmtest.Turn{Text: "Weather Talk"})
+	ctx := context.Background()
+	c, err := h.svc.CreateChat(ctx, owner, service.NewChat{})
+	if err != nil || c.Title != "" {
+		t.Fatalf("create: %+v %v", c, err)
+	}
+	feed, err := h.ps.Subscribe(ctx, events.FeedTopic(owner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	raw, _ := json.Marshal("what is the weather in Paris")
+	if _, err := h.svc.PostMessage(ctx, owner, c.ID, raw, chat.BusyQueue); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.st.GetChat(ctx, c.ID)
+	if got.Title != "what is the weather in Paris" {
+		t.Fatalf("title %q", got.Title)
+	}
+	for m := range feed.C() {
+		var ev events.FeedEvent
+		if json.Unmarshal(m.Payload, &ev) == nil && ev.Kind == events.KindTitleChange {
+			break
+		}
+	}
+	// The run then generates a title from it, as for a chat created with
+	// its message.
+	h.start(nil)
+	waitFor(t, "a generated title", func() bool { got, _ := h.st.GetChat(ctx, c.ID); return got.Title == "Weather Talk" })
+	h.waitStatus(c.ID, chat.Waiting)
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
