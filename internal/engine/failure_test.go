@@ -236,7 +236,7 @@ type endable struct {
 }
 
 func (e *endable) C() <-chan pubsub.Message { return e.c }
-func (e *endable) end()                      { e.once.Do(func() { close(e.c) }) }
+func (e *endable) end()                     { e.once.Do(func() { close(e.c) }) }
 
 func (f *flakyWake) Subscribe(ctx context.Context, topic string) (pubsub.Subscription, error) {
 	if topic != events.WorkTopic {
