@@ -50,7 +50,7 @@ type Anthropic struct {
 
 // NewAnthropic starts a fake Anthropic server, closed when t ends.
 func NewAnthropic(t testing.TB) *Anthropic {
-	f := &Anthropic{Script: &Script{}}
+	f := &Anthropic{Script: &Script{t: t}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL

@@ -55,7 +55,7 @@ type openaiEvent struct {
 
 // start serves f on a test server closed when t ends.
 func (f *openaiFake) start(t testing.TB) {
-	f.Script = &Script{}
+	f.Script = &Script{t: t}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL + "/v1"

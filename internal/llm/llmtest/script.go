@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -59,8 +60,10 @@ type Usage struct {
 // of requests it received. A request with no turn left gets HTTP 500. A
 // request whose history the real API would refuse (tool calls and results
 // that do not pair up) gets the API's HTTP 400 and uses no turn, since the
-// real API generates nothing for it; the log marks it Rejected.
+// real API generates nothing for it; the log marks it Rejected, and the
+// test's output says why.
 type Script struct {
+	t        testing.TB // logs each refusal, so the failing test says why
 	mu       sync.Mutex
 	turns    []Turn
 	requests []Request
@@ -110,7 +113,11 @@ func (s *Script) next(r Request) (Turn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r)
-	if len(s.turns) == 0 || r.Rejected != "" {
+	if r.Rejected != "" {
+		s.t.Logf("llmtest: refused request %d with HTTP 400 for its history: %s", len(s.requests), r.Rejected)
+		return Turn{}, false
+	}
+	if len(s.turns) == 0 {
 		return Turn{}, false
 	}
 	t := s.turns[0]
