@@ -8,12 +8,15 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
 // decode reads the request body, at most the configured size, into v: one
-// JSON value, no unknown fields, nothing after it. An empty body decodes as
-// {}. Errors are apiErrors that say where the JSON went wrong.
+// JSON value, no unknown fields, nothing after it, no string holding U+0000
+// (see scanJSON). An empty body decodes as {}. Errors are apiErrors that say
+// where the JSON went wrong.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.Limits.MaxBodyBytes))
 	if err != nil {
@@ -28,6 +31,7 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
+	refused := scanJSON(body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -37,7 +41,155 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		off := dec.InputOffset() + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))
 		return invalidJSON(body, off+1, "unexpected data after the JSON value")
 	}
+	return refused
+}
+
+// scanJSON refuses, in one pass over the raw body, what the decoder accepts
+// but the stores cannot keep alike: a string (a value or a key, anywhere in
+// the body, tool outputs and schemas included) holding U+0000, which
+// PostgreSQL's text and jsonb cannot hold while SQLite can. The answer names
+// the field it is in. It checks no syntax: on malformed JSON its answer is
+// moot, and the decoder says what is wrong.
+func scanJSON(body []byte) error {
+	var path jsonPath
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{':
+			path.push(true)
+		case '[':
+			path.push(false)
+		case '}', ']':
+			path.pop()
+		case ',':
+			path.next()
+		case '"':
+			end, nul := scanString(body, i)
+			if end < 0 {
+				return nil // unterminated: the decoder says where
+			}
+			key := path.wantsKey()
+			if key {
+				var name string
+				if json.Unmarshal(body[i:end+1], &name) != nil {
+					name = string(body[i+1 : end]) // malformed: the decoder will say so
+				}
+				path.setKey(name)
+			}
+			if nul {
+				field, what := path.String(), "must not contain"
+				if key {
+					field, what = path.parent(), "must not have a key containing"
+				}
+				return &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
+					Message: fmt.Sprintf(`%s: %s the NUL character (\u0000)`, fieldName(field), what),
+					Details: map[string]any{"field": field}}
+			}
+			i = end
+		}
+	}
 	return nil
+}
+
+// scanString returns the index of the quote that closes the string opening
+// at body[start], or -1, and whether the string holds an escaped U+0000. A
+// raw NUL byte is no JSON: the decoder refuses it.
+func scanString(body []byte, start int) (end int, nul bool) {
+	for i := start + 1; i < len(body); i++ {
+		switch body[i] {
+		case '"':
+			return i, nul
+		case '\\':
+			if i+5 < len(body) && body[i+1] == 'u' && string(body[i+2:i+6]) == "0000" {
+				nul = true
+			}
+			i++ // the escaped character; \uXXXX's digits are plain bytes
+		}
+	}
+	return -1, nul
+}
+
+// fieldName is how an error message names a field: "the request body" for
+// the whole of it.
+func fieldName(field string) string {
+	if field == "" {
+		return "the request body"
+	}
+	return field
+}
+
+// jsonPath follows where a scan is in a JSON document, to name a field the
+// way validation errors do: "dynamic_tools[0].input_schema.properties.city".
+type jsonPath struct {
+	frames []pathFrame
+}
+
+// pathFrame is one open object or array.
+type pathFrame struct {
+	object  bool
+	key     string // the object's current member
+	index   int    // the array's current element
+	wantKey bool   // the object's next string is a key
+}
+
+func (p *jsonPath) push(object bool) {
+	p.frames = append(p.frames, pathFrame{object: object, wantKey: object})
+}
+
+func (p *jsonPath) pop() {
+	if len(p.frames) > 0 {
+		p.frames = p.frames[:len(p.frames)-1]
+	}
+}
+
+// next moves past a comma: to the next key of an object, the next element
+// of an array.
+func (p *jsonPath) next() {
+	if len(p.frames) == 0 {
+		return
+	}
+	f := &p.frames[len(p.frames)-1]
+	if f.object {
+		f.wantKey = true
+	} else {
+		f.index++
+	}
+}
+
+func (p *jsonPath) wantsKey() bool {
+	return len(p.frames) > 0 && p.frames[len(p.frames)-1].wantKey
+}
+
+func (p *jsonPath) setKey(k string) {
+	f := &p.frames[len(p.frames)-1]
+	f.key, f.wantKey = k, false
+}
+
+// plainKey is a key that needs no quoting in a path.
+var plainKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$-]*$`)
+
+// String names the current value: keys joined with ".", indexes in
+// brackets, other keys quoted in brackets; "" for the whole body.
+func (p *jsonPath) String() string { return p.name(len(p.frames)) }
+
+// parent names the object or array the current value is in.
+func (p *jsonPath) parent() string { return p.name(len(p.frames) - 1) }
+
+func (p *jsonPath) name(n int) string {
+	var b strings.Builder
+	for _, f := range p.frames[:max(n, 0)] {
+		switch {
+		case !f.object:
+			fmt.Fprintf(&b, "[%d]", f.index)
+		case plainKey.MatchString(f.key):
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+		default:
+			fmt.Fprintf(&b, "[%s]", strconv.Quote(f.key))
+		}
+	}
+	return b.String()
 }
 
 // jsonError describes a decoding error with its position in body.

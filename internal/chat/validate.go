@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -49,12 +50,17 @@ var (
 	labelKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,62}$`)
 )
 
+// noNUL is the complaint about text holding U+0000, which is refused
+// everywhere: PostgreSQL cannot store it in text or jsonb, and every store
+// must keep the same text.
+const noNUL = `must not contain the NUL character (\u0000)`
+
 // MaxLabelValueBytes bounds one label value.
 const MaxLabelValueBytes = 256
 
 // ValidateLabels checks label keys (1-63 characters of letters, digits, "_",
-// ".", "/", "-", starting with a letter or digit) and values (valid UTF-8, at
-// most 256 bytes).
+// ".", "/", "-", starting with a letter or digit) and values (valid UTF-8
+// without NUL, at most 256 bytes).
 func ValidateLabels(labels map[string]string, lim Limits) error {
 	if len(labels) > lim.MaxLabels {
 		return invalid("labels", "at most %d labels, got %d", lim.MaxLabels, len(labels))
@@ -65,6 +71,9 @@ func ValidateLabels(labels map[string]string, lim Limits) error {
 		}
 		if len(v) > MaxLabelValueBytes || !utf8.ValidString(v) {
 			return invalid("labels", "value of %q must be valid UTF-8 of at most %d bytes", k, MaxLabelValueBytes)
+		}
+		if strings.ContainsRune(v, 0) {
+			return invalid("labels", "value of %q %s", k, noNUL)
 		}
 	}
 	return nil
@@ -118,6 +127,9 @@ func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
 	if obj["type"] != "object" {
 		return fmt.Errorf(`must describe an object ("type": "object")`)
 	}
+	if hasNUL(doc) {
+		return fmt.Errorf("%s", noNUL)
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -128,6 +140,23 @@ func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
 		return fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err))
 	}
 	return nil
+}
+
+// hasNUL reports whether a decoded JSON value has U+0000 in a string or a key.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		return slices.ContainsFunc(v, hasNUL)
+	case map[string]any:
+		for k, e := range v {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // noLoader refuses remote $refs: a client's schema must be self-contained.
@@ -149,7 +178,8 @@ func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
 		return nil, invalid("content", "is required")
 	}
 	var parts []Part
-	if raw[0] == '"' {
+	whole := raw[0] == '"' // a string: errors name "content", not its one part
+	if whole {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, invalid("content", "is not a valid JSON string: %v", err)
@@ -169,6 +199,13 @@ func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
 	for i, p := range parts {
 		if p.Type != PartText {
 			return nil, invalid(fmt.Sprintf("content[%d].type", i), "a user message holds only %q parts, got %q", PartText, p.Type)
+		}
+		if strings.ContainsRune(p.Text, 0) {
+			field := fmt.Sprintf("content[%d].text", i)
+			if whole {
+				field = "content"
+			}
+			return nil, invalid(field, "%s", noNUL)
 		}
 		parts[i] = TextPart(p.Text)
 		size += len(p.Text)

@@ -123,3 +123,29 @@ func TestForModelMergesResultsInCallOrder(t *testing.T) {
 		t.Fatal("ForModel modified its input")
 	}
 }
+
+// TestNULRefused checks that text holding U+0000 is refused wherever a
+// client's text is validated, naming the field: PostgreSQL cannot store it.
+func TestNULRefused(t *testing.T) {
+	if err := ValidateLabels(map[string]string{"k": "a\x00"}, DefaultLimits); err == nil || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("label value with NUL: %v", err)
+	}
+	for raw, field := range map[string]string{
+		`"a\u0000"`: "content",
+		`[{"type":"text","text":"ok"},{"type":"text","text":"\u0000"}]`: "content[1].text",
+	} {
+		_, err := ParseContent(json.RawMessage(raw), DefaultLimits)
+		if ve, ok := err.(*ValidationError); !ok || ve.Field != field || !strings.Contains(ve.Message, "NUL") {
+			t.Errorf("content %s: got %v, want a NUL error on %s", raw, err, field)
+		}
+	}
+	for _, schema := range []string{
+		`{"type":"object","description":"a\u0000"}`,
+		`{"type":"object","properties":{"a":{"enum":["x","\u0000"]}}}`,
+		`{"type":"object","properties":{"\u0000":{}}}`,
+	} {
+		if err := ValidateObjectSchema(json.RawMessage(schema), DefaultLimits.MaxToolSchemaBytes); err == nil || !strings.Contains(err.Error(), "NUL") {
+			t.Errorf("schema %s: got %v, want a NUL error", schema, err)
+		}
+	}
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Owners", ownerTests},
 		{"Tx", txTests},
 		{"Leases", leaseTests},
+		{"Text", textTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
