@@ -14,8 +14,8 @@ import (
 )
 
 // decode reads the request body, at most the configured size, into v: one
-// JSON value, no unknown fields, nothing after it, no string holding U+0000
-// (see scanJSON). An empty body decodes as {}. Errors are apiErrors that say
+// JSON value, no unknown fields, nothing after it, nested at most
+// maxJSONDepth deep, no string holding U+0000 (see scanJSON). An empty body decodes as {}. Errors are apiErrors that say
 // where the JSON went wrong.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.Limits.MaxBodyBytes))
@@ -31,7 +31,10 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	refused := scanJSON(body)
+	tooDeep, refused := scanJSON(body)
+	if tooDeep != nil {
+		return tooDeep
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -44,20 +47,36 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return refused
 }
 
-// scanJSON refuses, in one pass over the raw body, what the decoder accepts
-// but the stores cannot keep alike: a string (a value or a key, anywhere in
-// the body, tool outputs and schemas included) holding U+0000, which
-// PostgreSQL's text and jsonb cannot hold while SQLite can. The answer names
-// the field it is in. It checks no syntax: on malformed JSON its answer is
-// moot, and the decoder says what is wrong.
-func scanJSON(body []byte) error {
+// maxJSONDepth bounds how deeply a request body's arrays and objects nest.
+// The decoder alone would take 10,000 levels, but SQLite refuses stored JSON
+// deeper than 1,000 (a tool output or a schema's "default" is stored inside
+// a few more levels): one limit, at the API and well below both databases',
+// answers the same on every backend.
+const maxJSONDepth = 64
+
+// scanJSON checks, in one pass over the raw body, what the decoder accepts
+// but the stores cannot keep alike. tooDeep is nesting deeper than
+// maxJSONDepth, found before the decoder's own work, and refused a string (a
+// value or a key, anywhere in the body, tool outputs and schemas included)
+// holding U+0000, which PostgreSQL's text and jsonb cannot hold while SQLite
+// can; both name where they are. It checks no syntax: on malformed JSON its
+// answers are moot, and the decoder says what is wrong.
+func scanJSON(body []byte) (tooDeep, refused error) {
 	var path jsonPath
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
-		case '{':
-			path.push(true)
-		case '[':
-			path.push(false)
+		case '{', '[':
+			if len(path.frames) == maxJSONDepth {
+				field := path.String()
+				line, col := position(body, int64(i+1))
+				msg := fmt.Sprintf("JSON nested deeper than %d levels at line %d, column %d", maxJSONDepth, line, col)
+				if field != "" {
+					msg += " (in " + field + ")"
+				}
+				return &apiError{Status: http.StatusBadRequest, Code: "json_too_deep", Message: msg,
+					Details: map[string]any{"limit": maxJSONDepth, "field": field, "line": line, "column": col, "offset": i + 1}}, refused
+			}
+			path.push(body[i] == '{')
 		case '}', ']':
 			path.pop()
 		case ',':
@@ -65,7 +84,7 @@ func scanJSON(body []byte) error {
 		case '"':
 			end, nul := scanString(body, i)
 			if end < 0 {
-				return nil // unterminated: the decoder says where
+				return nil, refused // unterminated: the decoder says where
 			}
 			key := path.wantsKey()
 			if key {
@@ -75,19 +94,19 @@ func scanJSON(body []byte) error {
 				}
 				path.setKey(name)
 			}
-			if nul {
+			if nul && refused == nil {
 				field, what := path.String(), "must not contain"
 				if key {
 					field, what = path.parent(), "must not have a key containing"
 				}
-				return &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
+				refused = &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
 					Message: fmt.Sprintf(`%s: %s the NUL character (\u0000)`, fieldName(field), what),
 					Details: map[string]any{"field": field}}
 			}
 			i = end
 		}
 	}
-	return nil
+	return nil, refused
 }
 
 // scanString returns the index of the quote that closes the string opening

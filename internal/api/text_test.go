@@ -104,3 +104,60 @@ func TestNULRefused(t *testing.T) {
 		}
 	})
 }
+
+// maxDepth is the documented nesting limit of a request body.
+const maxDepth = 64
+
+// nest is JSON of n arrays, one inside the other.
+func nest(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// TestJSONDepthLimit checks the one nesting limit of request bodies: up to 64
+// levels is stored alike on both stores, deeper is a 400 json_too_deep that
+// says where, however deep (SQLite refused stored JSON past 1,000 levels with
+// a 500, and the decoder alone took 10,000).
+func TestJSONDepthLimit(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		tok := s.token("alice")
+		// The schema is at level 4 of the body: {"dynamic_tools":[{"input_schema":{
+		withDefault := func(levels int) string {
+			return `{"dynamic_tools":[{"name":"t","description":"d","input_schema":{"type":"object","default":` + nest(levels) + `}}]}`
+		}
+		c := s.createChat(tok, nil)
+		w := waitingForTools(s, tok)
+		output := func(levels int) string {
+			return `{"results":[{"tool_call_id":"d1","output":` + nest(levels) + `},{"tool_call_id":"d2","output":1}]}`
+		}
+		refused := []struct{ name, method, path, body, field string }{
+			{"schema default one too deep", "POST", "/api/v1/chats", withDefault(maxDepth - 3), "dynamic_tools[0].input_schema.default" + strings.Repeat("[0]", maxDepth-4)},
+			{"schema default past SQLite's limit", "POST", "/api/v1/chats", withDefault(1100), "dynamic_tools[0].input_schema.default" + strings.Repeat("[0]", maxDepth-4)},
+			{"past the decoder's limit", "POST", "/api/v1/chats", nest(20000), strings.Repeat("[0]", maxDepth)},
+			{"message", "POST", "/api/v1/chats/" + c.ID + "/messages", `{"content":` + nest(maxDepth) + `}`, "content" + strings.Repeat("[0]", maxDepth-1)},
+			{"patch", "PATCH", "/api/v1/chats/" + c.ID, `{"labels":{"k":` + nest(maxDepth) + `}}`, "labels.k" + strings.Repeat("[0]", maxDepth-2)},
+			{"tool result", "POST", "/api/v1/chats/" + w.ID + "/tool-results", output(1100), "results[0].output" + strings.Repeat("[0]", maxDepth-3)},
+		}
+		for _, tc := range refused {
+			t.Run(tc.name, func(t *testing.T) {
+				e := s.do(tc.method, tc.path, tok, tc.body).expectError(t, http.StatusBadRequest, "json_too_deep")
+				d := e.Error.Details
+				if d["limit"] != float64(maxDepth) || d["field"] != tc.field || d["line"] != float64(1) || !strings.Contains(e.Error.Message, "deeper than 64 levels") {
+					t.Fatalf("details %v, want limit %d and field %q; message %q", d, maxDepth, tc.field, e.Error.Message)
+				}
+			})
+		}
+		if l := s.listChats(tok, "?archived=any"); len(l.Chats) != 2 {
+			t.Fatalf("refused creates wrote chats: %d chats, want 2", len(l.Chats))
+		}
+		if got := s.get(tok, w.ID); got.Status != "requires_action" {
+			t.Fatalf("refused tool results moved the chat to %s", got.Status)
+		}
+
+		// At the limit: accepted and stored.
+		at := s.do("POST", "/api/v1/chats", tok, withDefault(maxDepth-4))
+		at.expect(t, http.StatusCreated, nil)
+		s.do("POST", "/api/v1/chats/"+w.ID+"/tool-results", tok, output(maxDepth-3)).expect(t, http.StatusOK, nil)
+		msgs := s.messages(tok, w.ID)
+		if last := msgs[len(msgs)-1]; len(last.Parts) != 2 || string(last.Parts[0].Output) != nest(maxDepth-3) {
+			t.Fatalf("stored tool result %+v", last.Parts)
+		}
+	})
+}
