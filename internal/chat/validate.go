@@ -3,7 +3,9 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -130,16 +132,140 @@ func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
 	if hasNUL(doc) {
 		return fmt.Errorf("%s", noNUL)
 	}
+	if _, err := CompileSchema(doc); err != nil {
+		return fmt.Errorf("is not a valid JSON Schema: %v", err)
+	}
+	return nil
+}
+
+// schemaBase is the URL every schema is compiled under: no file, so no text
+// names a server path (the compiler makes a relative name absolute against
+// the working directory), and hierarchical, so a relative $ref to another
+// document resolves to one, which the loader refuses.
+const schemaBase = "mem://input_schema.json"
+
+// CompileSchema compiles a JSON Schema document as jsonschema.UnmarshalJSON
+// decodes it: draft 2020-12 unless it says otherwise, self-contained (no
+// remote $ref), every $ref resolved, and no cycle of references that never
+// goes into the value (validation would fail every value reaching it, so the
+// schema is refused up front). Its errors are one line and name places in
+// the schema as "#/...", never the base URL; so do the lines of the
+// validation errors of the schema it returns, once through SchemaText.
+func CompileSchema(doc any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	if err := c.AddResource("schema.json", doc); err != nil {
-		return fmt.Errorf("is not a valid JSON Schema: %v", err)
+	if err := c.AddResource(schemaBase, doc); err != nil {
+		return nil, errors.New(SchemaText(err.Error()))
 	}
-	if _, err := c.Compile("schema.json"); err != nil {
-		return fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err))
+	sch, err := c.Compile(schemaBase)
+	if err != nil {
+		return nil, errors.New(SchemaText(err.Error()))
 	}
-	return nil
+	if loc := refCycle(sch); loc != "" {
+		return nil, fmt.Errorf("$ref cycle at %q: its references lead back to it without going into the value, so no value could be validated", loc)
+	}
+	return sch, nil
+}
+
+// SchemaText is text of the schema compiler or validator on one line, with
+// the base URL the schema was compiled under left out: "#/$defs/a",
+// "other.json".
+func SchemaText(text string) string {
+	text = strings.ReplaceAll(text, schemaBase+"/", "")
+	text = strings.ReplaceAll(text, schemaBase, "")
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// refCycle returns the location ("#/$defs/a") of a schema that, through
+// $ref and the keywords that apply to the same value (allOf, anyOf, oneOf,
+// not, if/then/else, dependentSchemas), applies to the value again: the
+// validator cannot tell such a loop from progress at compile time and fails
+// at every value that reaches it. It returns "" when there is none. Keywords
+// that go into the value (properties, items, ...) make progress and break a
+// loop.
+func refCycle(root *jsonschema.Schema) string {
+	const (
+		onPath = 1
+		done   = 2
+	)
+	state := map[*jsonschema.Schema]int{}
+	reached := map[*jsonschema.Schema]bool{root: true}
+	todo := []*jsonschema.Schema{root}
+	var visit func(s *jsonschema.Schema) *jsonschema.Schema
+	visit = func(s *jsonschema.Schema) *jsonschema.Schema {
+		state[s] = onPath
+		for _, next := range inPlace(s) {
+			switch state[next] {
+			case onPath:
+				return next
+			case 0:
+				if loop := visit(next); loop != nil {
+					return loop
+				}
+			}
+		}
+		state[s] = done
+		return nil
+	}
+	for len(todo) > 0 {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if state[s] == 0 {
+			if loop := visit(s); loop != nil {
+				return strings.TrimPrefix(loop.Location, schemaBase)
+			}
+		}
+		for _, next := range append(inPlace(s), intoValue(s)...) {
+			if !reached[next] {
+				reached[next] = true
+				todo = append(todo, next)
+			}
+		}
+	}
+	return ""
+}
+
+// inPlace lists the schemas s applies to the value s itself validates.
+func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, k := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
+		out = append(out, s.DependentSchemas[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Dependencies)) {
+		if d, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	return slices.DeleteFunc(out, func(s *jsonschema.Schema) bool { return s == nil })
+}
+
+// intoValue lists the schemas s applies to parts of its value (members,
+// items, property names, decoded content).
+func intoValue(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema}
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
+		out = append(out, s.Properties[k])
+	}
+	for _, p := range s.PatternProperties {
+		out = append(out, p)
+	}
+	out = append(out, s.PrefixItems...)
+	for _, v := range []any{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			out = append(out, v)
+		case []*jsonschema.Schema:
+			out = append(out, v...)
+		}
+	}
+	return slices.DeleteFunc(out, func(s *jsonschema.Schema) bool { return s == nil })
 }
 
 // hasNUL reports whether a decoded JSON value has U+0000 in a string or a key.
@@ -164,10 +290,6 @@ type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external $ref %q is not allowed", url)
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // ParseContent reads a user message's content: a string, or an array of parts

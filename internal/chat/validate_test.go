@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -147,5 +148,50 @@ func TestNULRefused(t *testing.T) {
 		if err := ValidateObjectSchema(json.RawMessage(schema), DefaultLimits.MaxToolSchemaBytes); err == nil || !strings.Contains(err.Error(), "NUL") {
 			t.Errorf("schema %s: got %v, want a NUL error", schema, err)
 		}
+	}
+}
+
+// TestSchemaRefs checks that a schema's $refs must all resolve, in the schema
+// itself, and must not loop without going into the value; that recursion
+// through properties or items is fine; and that no error names a server path.
+func TestSchemaRefs(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, schema string
+		want         string // in the error; "" means valid
+	}{
+		{"self", `{"type":"object","$ref":"#"}`, `$ref cycle at "#"`},
+		{"two defs", `{"type":"object","$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}}`, `$ref cycle at "#/$defs/a"`},
+		{"under a property", `{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}]}}}`, `$ref cycle at "#/$defs/a"`},
+		{"two properties", `{"type":"object","properties":{"x":{"$ref":"#/properties/y"},"y":{"$ref":"#/properties/x"}}}`, "$ref cycle at"},
+		{"through not and if", `{"type":"object","not":{"if":{"$ref":"#"}}}`, `$ref cycle at "#"`},
+		{"through anyOf", `{"type":"object","anyOf":[{"type":"object"},{"$ref":"#/anyOf/1"}]}`, `$ref cycle at "#/anyOf/1"`},
+		{"missing pointer", `{"type":"object","properties":{"x":{"$ref":"#/$defs/none"}}}`, `"#/$defs/none" not found`},
+		{"missing anchor", `{"type":"object","properties":{"x":{"$ref":"#here"}}}`, `"#here" not found`},
+		{"other document", `{"type":"object","properties":{"x":{"$ref":"other.json"}}}`, `external $ref "other.json" is not allowed`},
+		{"remote", `{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}`, `external $ref "https://example.com/s.json" is not allowed`},
+		{"tree", `{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}}`, ""},
+		{"shared def", `{"type":"object","properties":{"a":{"$ref":"#/$defs/p"},"b":{"allOf":[{"$ref":"#/$defs/p"},{"$ref":"#/$defs/p"}]}},"$defs":{"p":{"type":"string"}}}`, ""},
+		{"linked list", `{"type":"object","$ref":"#/$defs/node","$defs":{"node":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"}}}}}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateObjectSchema(json.RawMessage(tc.schema), DefaultLimits.MaxToolSchemaBytes)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %s", err, tc.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, cwd) || strings.Contains(msg, "file:") || strings.Contains(msg, schemaBase) {
+				t.Fatalf("error names a server path or the base URL: %s", msg)
+			}
+		})
 	}
 }

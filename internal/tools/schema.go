@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // emptySchema is the schema of a tool declared without one: an object of any
@@ -16,7 +18,8 @@ import (
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // compileSchema compiles a tool's input schema, which must describe a JSON
-// object and be self-contained (no remote $ref).
+// object and be self-contained (no remote $ref), with every $ref resolved and
+// none in a loop (chat.CompileSchema); its errors name no server path.
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -26,24 +29,11 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	if !ok || obj["type"] != "object" {
 		return nil, errors.New(`input_schema must describe an object ("type": "object")`)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource("input_schema.json", doc); err != nil {
-		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %v", err)
-	}
-	sch, err := c.Compile("input_schema.json")
+	sch, err := chat.CompileSchema(doc)
 	if err != nil {
-		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %s", strings.Join(strings.Fields(err.Error()), " "))
+		return nil, fmt.Errorf("input_schema is not a valid JSON Schema: %w", err)
 	}
 	return sch, nil
-}
-
-// noLoader refuses remote $refs: a schema must be self-contained.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external $ref %q is not allowed", url)
 }
 
 // maxArgsMessage bounds the validation message the model sees.
@@ -68,6 +58,8 @@ func checkArgs(sch *jsonschema.Schema, args json.RawMessage) (json.RawMessage, s
 
 // validationMessage turns the validator's multi-line report into one line:
 // "at '/city': got number, want string; at '/n': minimum: got 0, want 1".
+// Schema locations in it read "#/..." (chat.SchemaText): the model, and
+// whoever reads its history, learn nothing of the server.
 func validationMessage(err error) string {
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) > 1 {
@@ -75,7 +67,7 @@ func validationMessage(err error) string {
 	}
 	var parts []string
 	for _, l := range lines {
-		l = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		l = strings.TrimPrefix(chat.SchemaText(l), "- ")
 		if l != "" {
 			parts = append(parts, l)
 		}
