@@ -3,6 +3,7 @@ module github.com/parleyhq/parley
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/google/uuid v1.6.0
 	github.com/invopop/jsonschema v0.14.0

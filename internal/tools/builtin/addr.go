@@ -7,23 +7,103 @@ import (
 	"net/netip"
 	"strings"
 	"syscall"
+
+	"code.dny.dev/ssrf"
 )
 
-// extraBlocked are special-purpose IPv4 ranges netip has no predicate for.
-var extraBlocked = []struct {
+// guardian holds the deny lists kept in step with IANA's IPv4 and IPv6
+// special-purpose registries: every IPv4 special-purpose prefix, every IPv6
+// address outside global unicast (2000::/3), and the special-purpose prefixes
+// inside it (Teredo, 6to4, documentation, ...). Only its address check is
+// used; ports and networks are not restricted.
+var guardian = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+
+// nat64 is the well-known NAT64 prefix (RFC 6052), whose last 32 bits are
+// the IPv4 address the gateway connects to.
+var nat64 = ssrf.IPv6NAT64Prefix
+
+// embedders are the IPv6 prefixes whose addresses carry an IPv4 address in a
+// fixed place; v4 extracts it.
+var embedders = []struct {
+	prefix netip.Prefix
+	kind   string
+	v4     func(a [16]byte) [4]byte
+}{
+	{nat64, "NAT64", func(a [16]byte) [4]byte { return [4]byte(a[12:16]) }},
+	// 6to4 (RFC 3056): the site's IPv4 address is bits 16-47.
+	{netip.MustParsePrefix("2002::/16"), "6to4", func(a [16]byte) [4]byte { return [4]byte(a[2:6]) }},
+	// Teredo (RFC 4380): the client's IPv4 address, inverted, is the last 32
+	// bits.
+	{netip.MustParsePrefix("2001::/32"), "Teredo", func(a [16]byte) [4]byte {
+		return [4]byte{^a[12], ^a[13], ^a[14], ^a[15]}
+	}},
+	// IPv4-compatible (RFC 4291, deprecated): ::a.b.c.d.
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible", func(a [16]byte) [4]byte { return [4]byte(a[12:16]) }},
+	// IPv4-translated (RFC 2765): ::ffff:0:a.b.c.d.
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated", func(a [16]byte) [4]byte { return [4]byte(a[12:16]) }},
+}
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address of a translation or
+// tunnelling prefix stands for, and the prefix's kind.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, string, bool) {
+	if !ip.Is6() || ip.Is4In6() {
+		return netip.Addr{}, "", false
+	}
+	for _, e := range embedders {
+		if e.prefix.Contains(ip) {
+			return netip.AddrFrom4(e.v4(ip.As16())), e.kind, true
+		}
+	}
+	return netip.Addr{}, "", false
+}
+
+// named names, for the refusal message, the special-purpose prefixes netip
+// has no predicate for; whether an address is refused is guardian's call,
+// not this list's.
+var named = []struct {
 	prefix netip.Prefix
 	what   string
 }{
-	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT (shared)"},
 	{netip.MustParsePrefix("0.0.0.0/8"), `"this network"`},
+	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT (shared)"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},
+	{netip.MustParsePrefix("192.31.196.0/24"), "AS112"},
+	{netip.MustParsePrefix("192.52.193.0/24"), "AMT"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast"},
+	{netip.MustParsePrefix("192.175.48.0/24"), "AS112"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64"},
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("2001:10::/28"), "ORCHID"},
+	{netip.MustParsePrefix("2001:20::/28"), "ORCHID"},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
+	{netip.MustParsePrefix("2620:4f:8000::/48"), "AS112"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation"},
 }
 
 // nonPublic says why ip is not a public unicast address, or "" if it is one.
+// An IPv6 address that stands for an IPv4 one (NAT64, 6to4, Teredo,
+// IPv4-compatible) is refused as that IPv4 address would be; of those, only
+// well-known NAT64 of a public IPv4 address is public, as IANA lists it
+// globally reachable (the others are tunnels or deprecated, and refused).
 func nonPublic(ip netip.Addr) string {
 	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	if v4, kind, ok := embeddedIPv4(ip); ok && !ip.IsUnspecified() && !ip.IsLoopback() {
+		if why := nonPublic(v4); why != "" {
+			return kind + "-embedded " + why
+		}
+		if kind == "NAT64" {
+			return ""
+		}
+	}
 	switch {
 	case ip.IsUnspecified():
 		return "unspecified"
@@ -36,22 +116,36 @@ func nonPublic(ip netip.Addr) string {
 	case ip.IsMulticast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
 		return "multicast"
 	}
-	for _, b := range extraBlocked {
-		if b.prefix.Contains(ip) {
-			return b.what
+	if guardian.SafeAddr(ip) == nil {
+		return ""
+	}
+	for _, n := range named {
+		if n.prefix.Contains(ip) {
+			return n.what
 		}
 	}
-	return ""
+	if ip.Is6() {
+		return "non-global IPv6"
+	}
+	return "special-purpose"
 }
 
 // RefusedError is a connection http_fetch refused to open.
 type RefusedError struct {
 	IP     netip.Addr
-	Reason string // "loopback", "private", ...
+	Reason string // "loopback", "private", "NAT64-embedded loopback", ...
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: a %s address (not allowed by the server's configuration)", e.IP, e.Reason)
+	return fmt.Sprintf("refused to connect to %s: %s %s address (not allowed by the server's configuration)", e.IP, article(e.Reason), e.Reason)
+}
+
+// article is the indefinite article read before a reason.
+func article(reason string) string {
+	if reason != "" && strings.ContainsRune("aeiouAEIOU", rune(reason[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // addrPolicy decides which addresses http_fetch may connect to.
