@@ -240,10 +240,6 @@ func (s *watchStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error
 	return s.watch(ctx, s.Store.InTx, fn)
 }
 
-func (s *watchStore) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	return s.watch(ctx, s.Store.InGroupTx, fn)
-}
-
 // watch runs fn with inTx, counting its moves to waiting once it committed.
 func (s *watchStore) watch(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, fn func(tx store.Tx) error) error {
 	var n int64

@@ -74,6 +74,9 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "conflict", Message: "already exists"}
 	case errors.Is(err, context.Canceled):
 		return &apiError{Status: statusClientClosed, Code: "canceled", Message: "the request was canceled"}
+	case errors.Is(err, store.ErrUnavailable):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "the database is unavailable for a moment; try again"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal server error"}
 }

@@ -32,6 +32,12 @@ func TestFeedEventsInOrder(t *testing.T) {
 		t.Fatalf("status_change to pending: %+v", ev.Chat)
 	}
 	s.do("POST", "/api/v1/chats/"+c.ID+"/messages", tok, map[string]any{"content": "again"}).expect(t, http.StatusAccepted, nil) // queued: no event
+	// The queued message is answered next: the chat stays pending (no event).
+	var after chat.Chat
+	s.do("POST", "/api/v1/chats/"+c.ID+"/interrupt", tok, nil).expect(t, http.StatusOK, &after)
+	if after.Status != chat.Pending {
+		t.Fatalf("interrupted with a queued message: %s, want pending", after.Status)
+	}
 	s.do("POST", "/api/v1/chats/"+c.ID+"/interrupt", tok, nil).expect(t, http.StatusOK, nil)
 	if ev := feed.expect(events.KindStatusChange, c.ID); ev.Chat.Status != chat.Waiting {
 		t.Fatalf("status_change to waiting: %+v", ev.Chat)

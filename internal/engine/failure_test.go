@@ -20,19 +20,19 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// failingStore fails chosen fenced writes of the engine (InGroupTx calls,
-// counted from 1) with the error fail returns for that call, nil for none.
+// failingStore fails chosen transactions of the engine (InTx calls, counted
+// from 1) with the error fail returns for that call, nil for none.
 type failingStore struct {
 	store.Store
 	n    atomic.Int64
 	fail func(n int64) error
 }
 
-func (s *failingStore) InGroupTx(ctx context.Context, fn func(tx store.Tx) error) error {
+func (s *failingStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if err := s.fail(s.n.Add(1)); err != nil {
 		return err
 	}
-	return s.Store.InGroupTx(ctx, fn)
+	return s.Store.InTx(ctx, fn)
 }
 
 // failWrites fails the writes numbered in ns with err, each once.

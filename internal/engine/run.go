@@ -163,9 +163,7 @@ func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) 
 	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
-		// A fenced write locks only its own chat: it may share its
-		// transaction with other runs' (group commit).
-		err := events.Commit(ctx, r.e.st.InGroupTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
+		err := events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
 			if err := tx.Fence(ctx, r.lease); err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// Commit runs fn in a transaction (inTx: a store's InTx or InGroupTx) and
+// Commit runs fn in a transaction (inTx: a store's InTx) and
 // announces the Notice fn recorded (fn gets it empty on every attempt).
 // Where the transaction is a pubsub.Outbox and ps a pubsub.Stager
 // (PostgreSQL), the notifications go out with the commit itself: other
@@ -17,7 +17,7 @@ import (
 // no round trip is spent on them. Elsewhere they are published right after
 // the commit. Either way this replica's subscribers get them after the
 // commit, from the transaction's AfterCommit: where the store commits in
-// groups (SQLite, workers' writes on PostgreSQL), in commit order.
+// groups (SQLite), in commit order.
 func Commit(ctx context.Context, inTx func(context.Context, func(store.Tx) error) error, ps pubsub.PubSub, log *slog.Logger, fn func(tx store.Tx, n *Notice) error) error {
 	return inTx(ctx, func(tx store.Tx) error {
 		n := &Notice{}

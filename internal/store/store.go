@@ -70,12 +70,6 @@ type Store interface {
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
-	// InGroupTx runs fn like InTx, but the store may run it in one database
-	// transaction with other InGroupTx calls, committed together (group
-	// commit), and run it again alone when another call of the group
-	// fails. It is for writes that lock no row but those of the chat a
-	// worker's lease holds (fenced writes): groups then hold disjoint rows.
-	InGroupTx(ctx context.Context, fn func(tx Tx) error) error
 	// AcquireChats moves up to max pending chats that have waited longest
 	// (oldest updated_at first) to running, each under a new lease held by
 	// workerID until now+ttl, skipping chats another transaction has locked

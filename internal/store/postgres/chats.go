@@ -206,9 +206,6 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err != nil {
 		return chat.Chat{}, err
 	}
-	if w := t.lazy.takeHeld(id, tr.From); w != nil {
-		return t.finalWrite(ctx, w, args, tr)
-	}
 	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats SET `+transitionSet+` WHERE id = $1 AND status = $2
 		RETURNING `+chatColumns, args...))
 	if errors.Is(err, pgx.ErrNoRows) {

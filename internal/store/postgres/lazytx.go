@@ -22,9 +22,6 @@ type lazyTx struct {
 	begun bool
 	// Statements waiting for the next round trip, in order.
 	deferred []deferred
-	// A fence and inserts held back for the chat's status change (see
-	// heldWrite), sent before anything else.
-	held *heldWrite
 	// Notifications queued for the commit: channels[i] gets payloads[i].
 	channels, payloads []string
 }
@@ -45,7 +42,6 @@ var _ querier = (*lazyTx)(nil)
 // deferExec queues a statement to travel with the transaction's next round
 // trip; check reports its failure there.
 func (t *lazyTx) deferExec(check func(pgconn.CommandTag, error) error, sql string, args ...any) {
-	t.unhold()
 	t.deferred = append(t.deferred, deferred{sql: sql, args: args, check: check})
 }
 
@@ -84,7 +80,6 @@ func (t *lazyTx) send(ctx context.Context, sql string, args []any) (pgx.BatchRes
 }
 
 func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Exec(ctx, sql, args...)
 	}
@@ -97,7 +92,6 @@ func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.Query(ctx, sql, args...)
 	}
@@ -114,7 +108,6 @@ func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
@@ -122,10 +115,9 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return lazyRow{rows: rows, err: err}
 }
 
-// flush sends what waits (BEGIN, held and deferred statements) now, and
+// flush sends what waits (BEGIN, deferred statements) now, and
 // reports the first failure among them.
 func (t *lazyTx) flush(ctx context.Context) error {
-	t.unhold()
 	if t.begun && len(t.deferred) == 0 {
 		return nil
 	}
@@ -145,7 +137,7 @@ func (t *lazyTx) notify(channel, payload string) {
 // rollback rolls the transaction back, if it ever began; its deferred
 // statements and notifications are dropped.
 func (t *lazyTx) rollback(ctx context.Context) error {
-	t.held, t.deferred, t.channels, t.payloads = nil, nil, nil, nil
+	t.deferred, t.channels, t.payloads = nil, nil, nil
 	if !t.begun {
 		return nil
 	}
@@ -158,7 +150,6 @@ func (t *lazyTx) rollback(ctx context.Context) error {
 // in one round trip. A transaction that ran no statement has nothing to
 // commit, but its notifications are still sent.
 func (t *lazyTx) commit(ctx context.Context) error {
-	t.unhold()
 	if len(t.channels) > 0 {
 		t.deferExec(func(_ pgconn.CommandTag, err error) error {
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -112,13 +113,21 @@ func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error)
 // lease fails that statement, which stops the ones sent after it (the
 // writes it guards) and reports ErrLeaseLost. A fence that waits for
 // another transaction's lock re-checks the lease against the row as that
-// transaction left it. A status change from running that follows takes the
-// fence into its own statement (see heldWrite).
+// transaction left it.
 func (t *tx) Fence(ctx context.Context, l store.Lease) error {
 	if err := dbutil.CheckLease(l); err != nil {
 		return fmt.Errorf("fence: %w", err)
 	}
-	t.lazy.hold(l)
+	t.lazy.deferExec(func(_ pgconn.CommandTag, err error) error {
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == leaseLost:
+			return fmt.Errorf("fence chat %s (worker %s, generation %d): %w", l.ChatID, l.WorkerID, l.Generation, store.ErrLeaseLost)
+		case err != nil:
+			return fmt.Errorf("fence chat %s: %w", l.ChatID, err)
+		}
+		return nil
+	}, `SELECT parley_fence($1, $2, $3)`, l.ChatID, l.WorkerID, l.Generation)
 	return nil
 }
 

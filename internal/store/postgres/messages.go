@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -126,18 +127,17 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	m.CreatedAt = now
 	if m.ID != 0 { // reserved with ReserveMessageIDs
 		// The id is known: nothing to wait for, so the insert travels with
-		// the transaction's next round trip (behind the fence, if one is
-		// held for the chat).
-		var u *string
-		if usage != nil {
-			s := string(usage)
-			u = &s
-		}
-		in := heldInsert{id: m.ID, role: string(m.Role), parts: string(parts), usage: u, createdAt: now}
-		if !t.lazy.holdInsert(m.ChatID, in) {
-			d := in.statement(m.ChatID)
-			t.lazy.deferExec(d.check, d.sql, d.args...)
-		}
+		// the transaction's next round trip.
+		chatID := m.ChatID
+		t.lazy.deferExec(func(tag pgconn.CommandTag, err error) error {
+			if err == nil && tag.RowsAffected() == 0 {
+				err = store.ErrNotFound // the CTE found no such chat
+			}
+			if err != nil {
+				return fmt.Errorf("insert message into chat %s: %w", chatID, classify(err))
+			}
+			return nil
+		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage)
 		return nil
 	}
 	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage).Scan(&m.ID)

@@ -25,14 +25,13 @@ import (
 )
 
 // maxAttempts bounds how often InTx runs fn when the database asks for a
-// retry.
+// retry or the connection failed before the commit.
 const maxAttempts = 5
 
 // Store is the PostgreSQL store.Store.
 type Store struct {
 	reader
-	pool  *pgxpool.Pool
-	group dbutil.Group // InGroupTx calls waiting for their group
+	pool *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -49,7 +48,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres %s: %w", cfg.ConnConfig.Host, err)
 	}
-	s := &Store{reader: reader{q: pool}, pool: pool, group: dbutil.Group{Max: maxGroup}}
+	s := &Store{reader: reader{q: unavailableMapper{pool}}, pool: pool}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -75,29 +74,41 @@ func (s *Store) Close() error {
 }
 
 // InTx runs fn in one transaction, and again (up to maxAttempts in all) when
-// the transaction fails with a serialization failure or a deadlock.
+// the transaction fails with a serialization failure or a deadlock, or
+// because the connection failed before the commit was sent (the database
+// then rolled it back: nothing was written). A connection that fails during
+// the commit leaves its outcome unknown: that is not tried again, and the
+// error, like every connection failure, wraps store.ErrUnavailable.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.runTx(ctx, fn)
-		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return err
+		committing, err := s.runTx(ctx, fn)
+		if err == nil {
+			return nil
+		}
+		lost := unavailable(err) && !committing
+		if attempt == maxAttempts || !(retryable(err) || lost) || ctx.Err() != nil {
+			return markUnavailable(err)
 		}
 		// A short, growing, jittered pause lets the competing transaction
-		// finish before this one runs again.
+		// finish (or the database come back) before this one runs again.
 		pause := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		if lost {
+			pause *= 4
+		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
+			return errors.Join(markUnavailable(err), ctx.Err())
 		case <-time.After(pause):
 		}
 	}
 }
 
-// runTx is one attempt of InTx.
-func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
+// runTx is one attempt of InTx; committing reports that it failed in its
+// commit.
+func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) (committing bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
+		return false, fmt.Errorf("begin transaction: %w", err)
 	}
 	defer conn.Release() // a connection left inside a transaction is closed, not reused
 	t := &lazyTx{conn: conn}
@@ -112,18 +123,18 @@ func (s *Store) runTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	defer rollback()
 	tx := &tx{reader: reader{q: t}, lazy: t}
 	if err := fn(tx); err != nil {
-		if rbErr := rollback(); rbErr != nil {
-			return errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
+		if rbErr := rollback(); rbErr != nil && !unavailable(rbErr) {
+			return false, errors.Join(err, fmt.Errorf("roll back: %w", rbErr))
 		}
-		return err
+		return false, err
 	}
 	if err := t.commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return true, fmt.Errorf("commit: %w", err)
 	}
 	if p := dbutil.RunAfterOne(tx.after); p != nil {
 		panic(p)
 	}
-	return nil
+	return false, nil
 }
 
 // retryable reports whether err is a failure that running the transaction

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,5 +157,64 @@ func inTx(t *testing.T, s store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.InTx(t.Context(), fn); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTransactionsSurviveTerminatedConnections: every connection of the
+// pool is terminated (as a restart or a network cut would), and the next
+// transactions still commit, each once, on fresh connections; so does a
+// transaction whose connection dies in its middle, run again from the
+// start.
+func TestTransactionsSurviveTerminatedConnections(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s := open(t, dsn)
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), fmt.Sprint("warm", round)); return err })
+		if n := pgtest.TerminateBackends(t, dsn); n == 0 {
+			t.Fatal("no connection to terminate")
+		}
+		inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), fmt.Sprint("after", round)); return err })
+	}
+
+	attempts := 0
+	inTx(t, s, func(tx store.Tx) error {
+		attempts++
+		if _, err := tx.CreateOwner(t.Context(), "midway"); err != nil {
+			return err
+		}
+		if attempts == 1 {
+			pgtest.TerminateBackends(t, dsn)
+		}
+		_, err := tx.CreateOwner(t.Context(), "midway-2")
+		return err
+	})
+	if attempts != 2 {
+		t.Fatalf("fn ran %d times, want 2 (once cut, once committed)", attempts)
+	}
+	if n, err := s.CountOwners(t.Context()); err != nil || n != 8 {
+		t.Fatalf("%d owners, %v; want 8", n, err)
+	}
+}
+
+// TestUnavailableErrors: what the store reports for a database it cannot
+// reach wraps store.ErrUnavailable, so the API answers 503.
+func TestUnavailableErrors(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s := open(t, dsn)
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A transaction that cuts its own connection in every attempt gives up
+	// with ErrUnavailable.
+	err := s.InTx(t.Context(), func(tx store.Tx) error {
+		pgtest.TerminateBackends(t, dsn)
+		_, err := tx.CreateOwner(t.Context(), "never")
+		return err
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("InTx on a connection cut each time: %v, want store.ErrUnavailable", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -94,5 +95,62 @@ func TestGroupCommitRollsBackACancelledCaller(t *testing.T) {
 		if _, err := s.GetChat(t.Context(), id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("chat %q of the cancelled caller: %v, want not found", id, err)
 		}
+	}
+}
+
+// TestAfterCommitInCommitOrder: the AfterCommit functions of transactions
+// that share commits run in commit order: writes that each change one chat
+// (its version grows with each) see their versions announced in increasing
+// order, so local subscribers get events in the order they happened.
+func TestAfterCommitInCommitOrder(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	c := chat.Chat{ID: "c", Owner: "alice", Model: "m", Status: chat.Waiting}
+	inTx(t, s, func(tx store.Tx) error {
+		if _, err := tx.CreateOwner(ctx, "alice"); err != nil {
+			return err
+		}
+		return tx.InsertChat(ctx, &c)
+	})
+	const n = 30
+	var (
+		mu        sync.Mutex
+		announced []int64
+		wg        sync.WaitGroup
+	)
+	start := make(chan struct{})
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = s.InTx(ctx, func(tx store.Tx) error {
+				got, err := tx.LockChat(ctx, c.ID)
+				if err != nil {
+					return err
+				}
+				got.Title = fmt.Sprint("title ", i)
+				if err := tx.UpdateChatMeta(ctx, &got); err != nil {
+					return err
+				}
+				tx.AfterCommit(func() {
+					mu.Lock()
+					announced = append(announced, got.Version)
+					mu.Unlock()
+				})
+				return nil
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if len(announced) != n || !slices.IsSorted(announced) || len(slices.Compact(slices.Clone(announced))) != n {
+		t.Fatalf("versions announced %v, want %d, in increasing order", announced, n)
 	}
 }

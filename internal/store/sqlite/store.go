@@ -20,7 +20,6 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -36,7 +35,7 @@ type Store struct {
 	read   *sql.DB
 	// Prepared statements of each pool.
 	writeStmts, readStmts *stmtCache
-	group                 dbutil.Group // InTx calls waiting for the writer
+	group                 group // InTx calls waiting for the writer
 	stopCheckpoints       func()
 }
 
@@ -79,7 +78,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
 	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read),
-		group: dbutil.Group{Max: maxGroup}}
+		group: group{max: maxGroup}}
 	s.reader = reader{q: cached{c: s.readStmts}}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

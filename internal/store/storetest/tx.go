@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,18 +13,17 @@ import (
 )
 
 var txTests = map[string]func(*testing.T, opener){
-	"RollbackOnError":          testRollback,
-	"UncommittedIsInvisible":   testUncommittedInvisible,
-	"ConcurrentTransitionOnce": testConcurrentTransition,
-	"ConcurrentAppends":        testConcurrentAppends,
-	"CancelledContext":         testCancelledContext,
-	"CancelledInsideTx":        testCancelledInsideTx,
-	"PanicRollsBack":           testPanicRollsBack,
-	"GroupTxIsolatesFailures":  testGroupTxIsolatesFailures,
-	"AfterCommit":              testAfterCommit,
-	"AfterCommitInCommitOrder": testAfterCommitOrder,
-	"AfterCommitPanicIsOwn":    testAfterCommitPanic,
-	"Ping":                     testPing,
+	"RollbackOnError":             testRollback,
+	"UncommittedIsInvisible":      testUncommittedInvisible,
+	"ConcurrentTransitionOnce":    testConcurrentTransition,
+	"ConcurrentAppends":           testConcurrentAppends,
+	"CancelledContext":            testCancelledContext,
+	"CancelledInsideTx":           testCancelledInsideTx,
+	"PanicRollsBack":              testPanicRollsBack,
+	"FencedWritesIsolateFailures": testFencedWritesIsolateFailures,
+	"AfterCommit":                 testAfterCommit,
+	"AfterCommitPanicIsOwn":       testAfterCommitPanic,
+	"Ping":                        testPing,
 }
 
 // concurrency is how many goroutines the concurrency tests start.
@@ -318,12 +316,12 @@ func testPing(t *testing.T, open opener) {
 	}
 }
 
-// testGroupTxIsolatesFailures: many workers' fenced writes at once through
-// InGroupTx, which may share transactions. Each caller gets its own
+// testFencedWritesIsolateFailures: many workers' fenced writes at once,
+// which a store may run in shared transactions. Each caller gets its own
 // outcome: the writes that succeed all stand; one that returns an error,
 // panics, or finds its lease lost leaves nothing behind and gets its own
 // error (or panic) back.
-func testGroupTxIsolatesFailures(t *testing.T, open opener) {
+func testFencedWritesIsolateFailures(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	const n = 60
@@ -357,8 +355,8 @@ func testGroupTxIsolatesFailures(t *testing.T, open opener) {
 			mustTransition(t, s, l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting})
 		}
 	}
-	// Plain transactions join the same groups; each of them must commit
-	// once, whatever the grouped calls beside it do.
+	// Plain transactions run beside them; each of them must commit once,
+	// whatever the fenced writes beside it do.
 	const plain = 20
 	panicked := make([]any, n)
 	errs := runTogether(n+plain, func(i int) error {
@@ -370,7 +368,7 @@ func testGroupTxIsolatesFailures(t *testing.T, open opener) {
 		}
 		defer func() { panicked[i] = recover() }()
 		l := leases[i]
-		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
+		return s.InTx(t.Context(), func(tx store.Tx) error {
 			if err := tx.Fence(t.Context(), l); err != nil {
 				return err
 			}
@@ -451,49 +449,10 @@ func testAfterCommit(t *testing.T, open opener) {
 	wantEqual(t, "AfterCommit functions run", ran, []string{"first", "second"})
 }
 
-// testAfterCommitOrder: the AfterCommit functions of grouped writes run in
-// commit order: writes that each change one chat (its version grows with
-// each) see their versions announced in increasing order.
-func testAfterCommitOrder(t *testing.T, open opener) {
-	s := open(t)
-	addOwner(t, s, "alice")
-	c := addChat(t, s, chat.Chat{})
-	const n = 30
-	var (
-		mu        sync.Mutex
-		announced []int64
-	)
-	errs := runTogether(n, func(i int) error {
-		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
-			got, err := tx.LockChat(t.Context(), c.ID)
-			if err != nil {
-				return err
-			}
-			got.Title = fmt.Sprint("title ", i)
-			if err := tx.UpdateChatMeta(t.Context(), &got); err != nil {
-				return err
-			}
-			tx.AfterCommit(func() {
-				mu.Lock()
-				announced = append(announced, got.Version)
-				mu.Unlock()
-			})
-			return nil
-		})
-	})
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("write %d: %v", i, err)
-		}
-	}
-	if len(announced) != n || !slices.IsSorted(announced) || len(slices.Compact(slices.Clone(announced))) != n {
-		t.Fatalf("versions announced %v, want %d, in increasing order", announced, n)
-	}
-}
-
 // testAfterCommitPanic: an AfterCommit function that panics reaches its own
-// caller only (whose write committed); the other transactions of its group
-// see their functions run and succeed.
+// caller only (whose write committed); the other transactions running at
+// the same time (in its group, where a store groups them) see their
+// functions run and succeed.
 func testAfterCommitPanic(t *testing.T, open opener) {
 	s := open(t)
 	const n = 20
@@ -501,7 +460,7 @@ func testAfterCommitPanic(t *testing.T, open opener) {
 	panicked := make([]any, n)
 	errs := runTogether(n, func(i int) error {
 		defer func() { panicked[i] = recover() }()
-		return s.InGroupTx(t.Context(), func(tx store.Tx) error {
+		return s.InTx(t.Context(), func(tx store.Tx) error {
 			if _, err := tx.CreateOwner(t.Context(), fmt.Sprint("owner", i)); err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ package invariant
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,12 @@ func Check(t testing.TB, st Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ids, err := st.ChatIDs(ctx)
+	if err != nil && strings.Contains(err.Error(), "closed") {
+		// The test closed the store itself (a readiness check of a dead
+		// database): there is nothing to read.
+		t.Logf("invariant check skipped: %v", err)
+		return
+	}
 	if err != nil {
 		t.Errorf("invariant check: %v", err)
 		return

@@ -83,11 +83,12 @@ func dropSchema(t testing.TB, base, schema string) {
 }
 
 // withSearchPath returns dsn (a URL or key=value string) with the
-// search_path run-time parameter set to schema. It also turns off
+// search_path run-time parameter set to schema, and the connections'
+// application_name too, so that a test can find them (TerminateBackends). It also turns off
 // synchronous_commit: a test database need not survive a crash, and not
 // waiting for each commit's flush makes the tests several times faster.
 func withSearchPath(dsn, schema string) (string, error) {
-	params := [][2]string{{"search_path", schema}, {"synchronous_commit", "off"}}
+	params := [][2]string{{"search_path", schema}, {"synchronous_commit", "off"}, {"application_name", schema}}
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
@@ -110,4 +111,33 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// TerminateBackends ends every server connection of the test's schema (DSN
+// names them after it), as a database restart or a network cut would, and
+// returns how many it ended. Other tests' connections are left alone.
+func TerminateBackends(t testing.TB, dsn string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	name := cfg.RuntimeParams["application_name"]
+	if name == "" {
+		t.Fatal("pgtest: TerminateBackends needs a DSN from DSN")
+	}
+	conn, err := pgx.Connect(ctx, Require(t))
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = $1 AND pid <> pg_backend_pid()) t`, name).Scan(&n)
+	if err != nil {
+		t.Fatalf("pgtest: terminate backends: %v", err)
+	}
+	return n
 }

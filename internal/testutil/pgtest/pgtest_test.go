@@ -54,8 +54,8 @@ func TestDSNIsolatedSchema(t *testing.T) {
 
 func TestWithSearchPath(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://u@h:5432/db?sslmode=disable": "postgres://u@h:5432/db?search_path=t_x&sslmode=disable&synchronous_commit=off",
-		"host=h dbname=db":                       "host=h dbname=db search_path=t_x synchronous_commit=off",
+		"postgres://u@h:5432/db?sslmode=disable": "postgres://u@h:5432/db?application_name=t_x&search_path=t_x&sslmode=disable&synchronous_commit=off",
+		"host=h dbname=db":                       "host=h dbname=db search_path=t_x synchronous_commit=off application_name=t_x",
 	} {
 		got, err := withSearchPath(in, "t_x")
 		if err != nil || got != want {
