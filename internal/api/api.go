@@ -1,6 +1,6 @@
-// Package api serves parley's HTTP API (DESIGN.md section 4): the chat
-// routes under /api/v1, the owner's event feed over Server-Sent Events, and
-// the unauthenticated /healthz, /readyz and /metrics.
+// Package api serves parley's HTTP API: the chat routes under /api/v1, the
+// owner's event feed over Server-Sent Events, and the unauthenticated
+// /healthz, /readyz and /metrics.
 //
 // Handlers decode and check the request, call the service, and write JSON.
 // Every error becomes the body {"error": {"code", "message", "details"}} in
@@ -33,20 +33,24 @@ type Deps struct {
 	Logger    *slog.Logger
 	Registry  *prometheus.Registry // metrics registered here, served on /metrics
 	KeepAlive time.Duration        // SSE keep-alive interval; 0 means 15s
-	Tools     *tools.Registry      // server-side tools; nil for none
+	// TokenCheck is how often an open stream re-reads its token, to end
+	// once the token is revoked; 0 means DefaultTokenCheck.
+	TokenCheck time.Duration
+	Tools      *tools.Registry // server-side tools; nil for none
 }
 
 // api is the HTTP handler of New.
 type api struct {
-	cfg       *config.Config
-	st        store.Store
-	ps        pubsub.PubSub
-	log       *slog.Logger
-	svc       *service.Service
-	reg       *prometheus.Registry
-	metrics   *metrics
-	keepAlive time.Duration
-	tools     *tools.Registry
+	cfg        *config.Config
+	st         store.Store
+	ps         pubsub.PubSub
+	log        *slog.Logger
+	svc        *service.Service
+	reg        *prometheus.Registry
+	metrics    *metrics
+	keepAlive  time.Duration
+	tokenCheck time.Duration
+	tools      *tools.Registry
 
 	mux    *http.ServeMux
 	routes map[string]bool // the registered patterns, the only route labels
@@ -59,15 +63,16 @@ func New(d Deps) (http.Handler, error) {
 		return nil, errors.New("api: Config, Store and PubSub are required")
 	}
 	a := &api{
-		cfg:       d.Config,
-		st:        d.Store,
-		ps:        d.PubSub,
-		log:       d.Logger,
-		reg:       d.Registry,
-		keepAlive: d.KeepAlive,
-		tools:     d.Tools,
-		mux:       http.NewServeMux(),
-		routes:    map[string]bool{},
+		cfg:        d.Config,
+		st:         d.Store,
+		ps:         d.PubSub,
+		log:        d.Logger,
+		reg:        d.Registry,
+		keepAlive:  d.KeepAlive,
+		tokenCheck: d.TokenCheck,
+		tools:      d.Tools,
+		mux:        http.NewServeMux(),
+		routes:     map[string]bool{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -77,6 +82,9 @@ func New(d Deps) (http.Handler, error) {
 	}
 	if a.keepAlive <= 0 {
 		a.keepAlive = DefaultKeepAlive
+	}
+	if a.tokenCheck <= 0 {
+		a.tokenCheck = DefaultTokenCheck
 	}
 	m, err := newMetrics(a.reg)
 	if err != nil {

@@ -1,17 +1,37 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/store"
 )
+
+// DefaultTokenCheck is how often an open stream re-reads its token when Deps
+// sets no interval: a revoked token's streams end within about this long,
+// on every replica, each stream costing one read by primary key per check.
+const DefaultTokenCheck = 2 * time.Second
+
+// kindUnauthorized is the event that ends a stream whose token stopped
+// authenticating; its data is {"kind": "unauthorized", "message": "..."}.
+const kindUnauthorized = "unauthorized"
+
+// revokedData is the payload of the event that ends a revoked token's stream.
+var revokedData = []byte(`{"kind":"` + kindUnauthorized + `","message":"the token was revoked; this stream ends"}`)
 
 // ownerHandler is a handler of an authenticated route; owner is the token's.
 type ownerHandler func(w http.ResponseWriter, r *http.Request, owner string) error
 
+// tokenIDKey is the request context key of the authenticated token's id.
+type tokenIDKey struct{}
+
 // authed checks the request's bearer token before h runs; a missing,
-// malformed, unknown or revoked token is a 401.
+// malformed, unknown or revoked token is a 401. The token's id goes into
+// the request's context, for streams to check it again while they last.
 func (a *api) authed(h ownerHandler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		header := r.Header.Get("Authorization")
@@ -29,6 +49,33 @@ func (a *api) authed(h ownerHandler) handler {
 		if err != nil {
 			return err
 		}
-		return h(w, r, owner)
+		id, _, err := auth.Parse(token)
+		if err != nil {
+			return err // not after Authenticate accepted it
+		}
+		return h(w, r.WithContext(context.WithValue(r.Context(), tokenIDKey{}, id)), owner)
 	}
+}
+
+// tokenRevoked reports whether the token that authenticated ctx's request
+// has since been revoked or deleted, as the database says: the one place
+// every replica sees a revocation. A failed read counts as not revoked (and
+// is logged): a database passing through a failover should not cut every
+// stream, and the next check decides.
+func (a *api) tokenRevoked(ctx context.Context) bool {
+	id, _ := ctx.Value(tokenIDKey{}).(string)
+	if id == "" {
+		return false
+	}
+	tok, err := a.st.GetToken(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			a.log.Warn("stream: token not checked", "token", id, "err", err)
+		}
+		return false
+	}
+	return tok.RevokedAt != nil
 }

@@ -121,8 +121,7 @@ type toolResultsRequest struct {
 	Results []service.ToolResult `json:"results"`
 }
 
-// submitToolResults answers a requires_action chat's dynamic tool calls
-// (DESIGN.md section 5).
+// submitToolResults answers a requires_action chat's dynamic tool calls.
 func (a *api) submitToolResults(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req toolResultsRequest
 	if err := a.decode(w, r, &req); err != nil {

@@ -25,7 +25,8 @@ var resyncData = []byte(`{"kind":"` + events.KindResync + `"}`)
 // every change committed after the response headers arrive is delivered. A
 // subscriber that falls behind, or a subscription that may have lost
 // messages, gets a resync event and the stream ends: the client reconnects
-// and re-reads the chats.
+// and re-reads the chats. Once the token is revoked the stream ends with an
+// unauthorized event, within a.tokenCheck.
 func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx := r.Context()
 	sub, err := a.ps.Subscribe(ctx, events.FeedTopic(owner))
@@ -40,12 +41,19 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error 
 	}
 	tick := time.NewTicker(a.keepAlive)
 	defer tick.Stop()
+	check := time.NewTicker(a.tokenCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 			if s.comment("keep-alive") != nil {
+				return nil
+			}
+		case <-check.C:
+			if a.tokenRevoked(ctx) {
+				_ = s.event(kindUnauthorized, revokedData)
 				return nil
 			}
 		case m, ok := <-sub.C():

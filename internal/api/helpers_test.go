@@ -37,7 +37,8 @@ type server struct {
 type setup struct {
 	cfg        *config.Config
 	keepAlive  time.Duration
-	bufferSize int // of the memory pubsub's subscriptions; 0: its default
+	tokenCheck time.Duration // how often streams re-read their token; 0: the default
+	bufferSize int           // of the memory pubsub's subscriptions; 0: its default
 }
 
 // testConfig is the default configuration with two models, "echo" the default.
@@ -66,7 +67,7 @@ func newSQLite(t *testing.T, opts ...func(*setup)) *server {
 func start(t *testing.T, st store.Store, ps pubsub.PubSub, s setup) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive})
+	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive, TokenCheck: s.tokenCheck})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,15 @@ import (
 
 // newPostgres starts one replica on the database of dsn: its own store
 // pool, its own LISTEN connection on channel, its own API and HTTP server.
-func newPostgres(t *testing.T, dsn, channel string) *server {
+func newPostgres(t *testing.T, dsn, channel string, opts ...func(*setup)) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, ps := pgtest.Replica(t, dsn, channel, log)
-	return start(t, st, ps, setup{cfg: testConfig(), keepAlive: time.Hour})
+	s := setup{cfg: testConfig(), keepAlive: time.Hour}
+	for _, o := range opts {
+		o(&s)
+	}
+	return start(t, st, ps, s)
 }
 
 // TestReplicasShareOnePostgres runs two API instances on one database, as

@@ -27,18 +27,21 @@ const snapshotWait = 500 * time.Millisecond
 // subscriber is told to resync.
 const maxHeldDeltas = 10000
 
-// stream serves GET /api/v1/chats/{id}/stream (DESIGN.md section 6): the
-// current status, the durable messages after the cursor (?after= or
-// Last-Event-ID), the parts already streamed of the step in progress, then
-// live events. Live events are subscribed to before anything is read, so
-// nothing falls between the reads and the live feed; duplicates are dropped
-// by message id and delta sequence.
+// stream serves GET /api/v1/chats/{id}/stream: the current status, the
+// durable messages after the cursor (?after= or Last-Event-ID), the parts
+// already streamed of the step in progress, then live events. Live events
+// are subscribed to before anything is read, so nothing falls between the
+// reads and the live feed; duplicates are dropped by message id and delta
+// sequence.
 //
 // A run's deltas cross replicas only once some stream has asked its worker
 // for a snapshot, so a stream asks whenever a run is under way: when it
 // joins a running chat (holding live deltas until the snapshot), and when it
 // sees the chat start running (in-order deltas flow meanwhile; the gap logic
 // holds any that would leave a hole).
+//
+// Once the token is revoked the stream ends with an unauthorized event,
+// within a.tokenCheck.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error {
 	id, err := chatID(r)
 	if err != nil {
@@ -84,6 +87,8 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 
 	tick := time.NewTicker(a.keepAlive)
 	defer tick.Stop()
+	check := time.NewTicker(a.tokenCheck)
+	defer check.Stop()
 	for {
 		var err error
 		select {
@@ -91,6 +96,11 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 			return nil
 		case <-tick.C:
 			err = st.sse.comment("keep-alive")
+		case <-check.C:
+			if a.tokenRevoked(ctx) {
+				_ = st.sse.event(kindUnauthorized, revokedData)
+				return nil
+			}
 		case <-waitSnapshot:
 			waitSnapshot, st.holding = nil, false
 			err = st.flushHeld()
