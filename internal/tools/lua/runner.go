@@ -30,6 +30,7 @@ type runner struct {
 	loading bool // tool{} is accepted only while the scripts load
 
 	running *callState              // the call whose coroutine runs now
+	nested  int                     // coroutine resumes under way (see maxNested)
 	calls   map[*callState]struct{} // in flight
 	free    []*glua.LState          // coroutines of calls that returned, for reuse
 
@@ -42,7 +43,7 @@ type runner struct {
 
 	busy atomic.Pointer[time.Time] // while Lua runs: the running call's deadline
 
-	retireOnce, closeOnce, deadOnce sync.Once
+	retireOnce, closeOnce, deadOnce, keepOnce sync.Once
 }
 
 // callState is one call on its way through the loop.
@@ -278,11 +279,12 @@ func (r *runner) complete(c completion) {
 
 // stop ends a call whose context is done. running says the call's Lua code
 // was running when it was stopped: if a time limit stopped it, it is a
-// runaway, and the state it may have left half-changed is rebuilt.
+// runaway, and the state it may have left half-changed is rebuilt (unless
+// it was abandoned, and so counted and rebuilt already).
 func (r *runner) stop(cs *callState, running bool) {
 	cause := context.Cause(cs.ctx)
 	limit := errors.Is(cause, r.src.callLimit) || errors.Is(cause, r.src.batchLimit)
-	if running && limit {
+	if running && limit && !r.abandoned() {
 		r.src.runaway(r, cs.call, cause)
 	}
 	r.end(cs, tool.Errorf("%s", r.src.stopped(cause, running && limit)))
@@ -328,9 +330,16 @@ func (r *runner) stuck(grace time.Duration) bool {
 
 // abandon gives up on a stuck loop: waiting InvokeBatches answer their calls
 // with errors, and the goroutine exits if it ever returns from Lua.
-func (r *runner) abandon() (first bool) {
-	r.deadOnce.Do(func() { close(r.dead); first = true })
-	return first
+func (r *runner) abandon() { r.deadOnce.Do(func() { close(r.dead) }) }
+
+// abandoned reports whether r was abandoned.
+func (r *runner) abandoned() bool {
+	select {
+	case <-r.dead:
+		return true
+	default:
+		return false
+	}
 }
 
 // preludePosition is the position an error raised right at the bottom of a

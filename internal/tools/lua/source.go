@@ -67,6 +67,14 @@ const batchMargin = 100 * time.Millisecond
 // the state is taken for stuck in Go code and abandoned.
 const stuckGrace = 2 * time.Second
 
+// maxAbandoned bounds the abandoned states of a source whose goroutine
+// still runs. An abandoned goroutine is stuck in a Go function that does not
+// check the call's context (the pattern functions do: see pattern.go), and
+// may hold a core until it returns. With that many still running, a state
+// found stuck is kept rather than abandoned, and the source's calls fail at
+// once with an error that says so, until one of them ends.
+const maxAbandoned = 2
+
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -100,12 +108,15 @@ type Source struct {
 	// The causes of a call's and a batch's context when a limit ends them.
 	callLimit, batchLimit error
 	stuckAfter            time.Duration
+	matchSteps            int // the step budget of one pattern match attempt (see pattern.go)
+	maxAbandoned          int // see maxAbandoned
 
-	mu     sync.Mutex
-	cur    *runner
-	live   map[*runner]struct{} // every runner not known to have exited
-	hash   [sha256.Size]byte    // of the scripts last read, loaded or not
-	closed bool
+	mu        sync.Mutex
+	cur       *runner
+	live      map[*runner]struct{} // every runner not known to have exited
+	abandoned int                  // runners in live that were abandoned: their goroutines still run
+	hash      [sha256.Size]byte    // of the scripts last read, loaded or not
+	closed    bool
 
 	stopWatch chan struct{}
 	watchDone chan struct{}
@@ -122,18 +133,20 @@ func Open(name, path string, opts Options) (*Source, error) {
 		return nil, fmt.Errorf("lua source %q: %w", name, err)
 	}
 	s := &Source{
-		name:       name,
-		path:       path,
-		opts:       opts,
-		log:        opts.Logger.With("source", name),
-		allow:      allow,
-		client:     newHTTPClient(allow),
-		callLimit:  fmt.Errorf("timed out: the call ran longer than its limit of %s", opts.CallTimeout),
-		batchLimit: fmt.Errorf("timed out: this step's calls to Lua source %q ran longer than their limit of %s", name, opts.BatchTimeout),
-		stuckAfter: stuckGrace,
-		live:       map[*runner]struct{}{},
-		stopWatch:  make(chan struct{}),
-		watchDone:  make(chan struct{}),
+		name:         name,
+		path:         path,
+		opts:         opts,
+		log:          opts.Logger.With("source", name),
+		allow:        allow,
+		client:       newHTTPClient(allow),
+		callLimit:    fmt.Errorf("timed out: the call ran longer than its limit of %s", opts.CallTimeout),
+		batchLimit:   fmt.Errorf("timed out: this step's calls to Lua source %q ran longer than their limit of %s", name, opts.BatchTimeout),
+		stuckAfter:   stuckGrace,
+		matchSteps:   defaultMatchSteps,
+		maxAbandoned: maxAbandoned,
+		live:         map[*runner]struct{}{},
+		stopWatch:    make(chan struct{}),
+		watchDone:    make(chan struct{}),
 	}
 	scripts, err := loadScripts(path)
 	if err != nil {
@@ -194,8 +207,19 @@ func (s *Source) installLocked(r *runner) {
 
 func (s *Source) forget(r *runner) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.live, r)
-	s.mu.Unlock()
+	if r.abandoned() {
+		s.abandoned--
+		s.opts.Metrics.abandoned.WithLabelValues(s.name).Dec()
+	}
+}
+
+// abandonedRunning is how many abandoned states of s still run.
+func (s *Source) abandonedRunning() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.abandoned
 }
 
 // replace rebuilds old's state from the scripts it was built from and makes
@@ -253,28 +277,38 @@ func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Res
 	b := newBatch(bctx, calls)
 
 	// Hand the batch to the current runner; a runner retired meanwhile
-	// refuses it, and the next one takes it.
+	// refuses it, and the next one takes it. A stuck runner is abandoned,
+	// or, past the maxAbandoned bound, refuses the batch.
+	tick := time.NewTicker(s.stuckAfter / 4)
+	defer tick.Stop()
 	var r *runner
 	for submitted := false; !submitted; {
 		if r = s.current(); r == nil {
 			return nil, fmt.Errorf("lua source %q is closed", s.name)
 		}
+		if err := s.checkStuck(r); err != nil {
+			return b.abandon(err.Error()), nil
+		}
+		inbox := r.inbox
+		if r.abandoned() {
+			inbox = nil // wait for its successor, which retires it
+		}
 		select {
-		case r.inbox <- b:
+		case inbox <- b:
 			submitted = true
 		case <-r.retiring:
-		case <-r.dead:
+		case <-tick.C:
 		case <-bctx.Done():
-			s.checkStuck(r)
+			if err := s.checkStuck(r); err != nil {
+				return b.abandon(err.Error()), nil
+			}
 			return b.abandon(s.stopped(context.Cause(bctx), false)), nil
 		}
 	}
 
 	// Wait for the loop to finish every call. A call's time limit ends it
 	// at once, unless the loop is stuck in Go code: then the state is
-	// abandoned.
-	tick := time.NewTicker(s.stuckAfter / 4)
-	defer tick.Stop()
+	// abandoned, or kept past the maxAbandoned bound.
 	for {
 		select {
 		case <-b.done:
@@ -284,20 +318,43 @@ func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Res
 		case <-r.exited:
 			return b.abandon(fmt.Sprintf("not finished: tool source %q was closed", s.name)), nil
 		case <-tick.C:
-			s.checkStuck(r)
+			if err := s.checkStuck(r); err != nil {
+				return b.abandon(err.Error()), nil
+			}
 		}
 	}
 }
 
-// checkStuck abandons r if it has run Lua past the running call's deadline
-// by more than the grace period, and installs a rebuilt state.
-func (s *Source) checkStuck(r *runner) {
-	if !r.stuck(s.stuckAfter) || !r.abandon() {
-		return
+// checkStuck deals with r if it has run Lua past the running call's
+// deadline by more than the grace period: it abandons r and installs a
+// rebuilt state, unless maxAbandoned abandoned states of s still run. Then
+// it keeps r, since abandoning it would only leave one more goroutine
+// running, and returns the error the calls waiting for r get; r takes calls
+// again once its code returns, and is then rebuilt as a runaway.
+func (s *Source) checkStuck(r *runner) error {
+	if !r.stuck(s.stuckAfter) {
+		return nil
 	}
+	s.mu.Lock()
+	if _, live := s.live[r]; !live || r.abandoned() {
+		s.mu.Unlock()
+		return nil
+	}
+	if n := s.abandoned; n >= s.maxAbandoned {
+		s.mu.Unlock()
+		r.keepOnce.Do(func() {
+			s.log.Error("Lua state stuck past a call's time limit in code that cannot be interrupted; keeping it, as too many abandoned states still run", "abandoned", n)
+		})
+		return fmt.Errorf("not finished: the Lua state of source %q is stuck in code that cannot be interrupted, and %d states stuck before it still run; the source's calls fail until one of them returns", s.name, n)
+	}
+	s.abandoned++
+	r.abandon()
+	s.mu.Unlock()
+	s.opts.Metrics.abandoned.WithLabelValues(s.name).Inc()
 	s.opts.Metrics.runaways.WithLabelValues(s.name).Inc()
 	s.log.Error("Lua state stuck past a call's time limit in code that cannot be interrupted; abandoning it (its goroutine runs on until that code returns)")
 	s.replace(r, "stuck in code that cannot be interrupted")
+	return nil
 }
 
 // closeWait bounds how long Close waits for each event loop to exit.

@@ -30,16 +30,30 @@ var prelude = func() *glua.FunctionProto {
 	return proto
 }()
 
-// stateOptions size a state: small stacks that grow, so a coroutine per call
-// stays cheap, with ceilings that turn runaway recursion into an error.
+// stateOptions size a state and each of its coroutines: small stacks that
+// grow, so a coroutine per call stays cheap, with ceilings that turn runaway
+// recursion into an error. Each coroutine has stacks of its own, so these
+// bound one coroutine; maxNested bounds how many a call nests (every pcall
+// is one), which bounds the stack memory of a call: at most maxNested
+// coroutines of 1024 frames and 64Ki values (1 MiB) each. (gopher-lua's
+// table.concat pushes every element on the stack, so tableConcat replaces
+// it.)
 var stateOptions = glua.Options{
 	SkipOpenLibs:        true,
 	CallStackSize:       1024,
 	MinimizeStackMemory: true,
 	RegistrySize:        256,
 	RegistryGrowStep:    256,
-	RegistryMaxSize:     1 << 20,
+	RegistryMaxSize:     1 << 16,
 }
+
+// maxNested bounds the coroutines a call runs inside one another. parley's
+// pcall and xpcall run their function in a coroutine (so a host function
+// can wait inside them), and gopher-lua's call stack limit is per
+// coroutine: without this bound, recursion through pcall went on until the
+// time limit, gigabytes deep. Lua 5.1 has the same limit of 200 nested
+// calls of C functions such as pcall.
+const maxNested = 200
 
 // removed are the globals of the opened libraries that a script must not
 // reach: loading code, the environment of functions, the collector.
@@ -101,10 +115,21 @@ func (r *runner) load() error {
 	for _, name := range removed {
 		L.SetGlobal(name, glua.LNil)
 	}
+	if tab, ok := L.GetGlobal("table").(*glua.LTable); ok {
+		tab.RawSetString("concat", L.NewFunction(tableConcat))
+	}
 	if str, ok := L.GetGlobal("string").(*glua.LTable); ok {
 		str.RawSetString("dump", glua.LNil)
 		if rep, ok := str.RawGetString("rep").(*glua.LFunction); ok {
 			str.RawSetString("rep", L.NewFunction(boundedRep(rep.GFunction)))
+		}
+		r.openPatterns(L, str)
+	}
+	// Before the prelude, which builds pcall, xpcall and the coroutine
+	// functions on this resume.
+	if co, ok := L.GetGlobal("coroutine").(*glua.LTable); ok {
+		if resume, ok := co.RawGetString("resume").(*glua.LFunction); ok {
+			co.RawSetString("resume", L.NewFunction(r.boundedResume(resume.GFunction)))
 		}
 	}
 	L.Push(L.NewFunctionFromProto(prelude))
@@ -205,4 +230,46 @@ func boundedRep(rep glua.LGFunction) glua.LGFunction {
 		}
 		return rep(L)
 	}
+}
+
+// boundedResume wraps coroutine.resume with the maxNested bound. r.nested
+// counts the resumes under way, one inside another: a coroutine that yields
+// has returned from its resume, so a call waiting for a host function
+// holds none.
+func (r *runner) boundedResume(resume glua.LGFunction) glua.LGFunction {
+	return func(L *glua.LState) int {
+		if r.nested >= maxNested {
+			L.RaiseError("stack overflow: more than %d nested pcall, xpcall or coroutine calls", maxNested)
+		}
+		r.nested++
+		defer func() { r.nested-- }()
+		return resume(L)
+	}
+}
+
+// tableConcat is gopher-lua's table.concat, quirks included, building the
+// string directly rather than on the Lua stack, whose size is bounded.
+func tableConcat(L *glua.LState) int {
+	tbl := L.CheckTable(1)
+	sep := L.OptString(2, "")
+	n := tbl.Len()
+	i, j := L.OptInt(3, 1), L.OptInt(4, n)
+	if L.GetTop() == 3 && (i > n || i < 1) {
+		L.Push(glua.LString(""))
+		return 1
+	}
+	i, j = max(min(i, n), 1), min(j, n)
+	var b strings.Builder
+	for k := i; k <= j; k++ {
+		v := tbl.RawGetInt(k)
+		if !glua.LVCanConvToString(v) {
+			L.RaiseError("invalid value (%s) at index %d in table for concat", v.Type().String(), k)
+		}
+		if k > i {
+			b.WriteString(sep)
+		}
+		b.WriteString(glua.LVAsString(v))
+	}
+	L.Push(glua.LString(b.String()))
+	return 1
 }
