@@ -75,6 +75,7 @@ func startEngine(ctx context.Context, cfg *config.Config, getenv func(string) st
 	ec.LeaseTTL = time.Duration(cfg.Engine.LeaseTTL)
 	ec.Heartbeat = time.Duration(cfg.Engine.Heartbeat)
 	ec.PollInterval = time.Duration(cfg.Engine.PollInterval)
+	ec.MaxRecoveries = cfg.Engine.MaxRecoveries
 	ec.MaxSteps = cfg.Limits.MaxSteps
 	ec.ToolResultTimeout = time.Duration(cfg.Limits.ToolResultTimeout)
 	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{}, log), log.With("component", "engine"))

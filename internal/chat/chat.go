@@ -6,8 +6,8 @@ import (
 )
 
 // Chat is one conversation with a model. Its JSON form is the API's Chat
-// object (DESIGN.md section 4); the lease fields are the engine's and stay
-// out of it.
+// object (docs/api.md); the lease fields are the engine's and stay out of
+// it.
 type Chat struct {
 	ID             string            `json:"id"`
 	Owner          string            `json:"owner"`
@@ -40,6 +40,9 @@ type Chat struct {
 	// InterruptRequested asks the worker running the chat to stop the step in
 	// progress (a user message with busy "interrupt" arrived while it ran).
 	InterruptRequested bool `json:"-"`
+	// LeaseRecoveries counts the times in a row the chat's lease expired
+	// and was recovered (its worker died) since a worker last let go of it.
+	LeaseRecoveries int `json:"-"`
 }
 
 // Usage counts tokens and cost; cost is in micro-units of the price's currency.

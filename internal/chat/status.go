@@ -4,7 +4,8 @@ package chat
 
 import "slices"
 
-// Status is where a chat stands in its life cycle (DESIGN.md section 2).
+// Status is where a chat stands in its life cycle (docs/architecture.md,
+// "The state machine").
 type Status string
 
 const (
@@ -20,12 +21,17 @@ const (
 	Error Status = "error"
 )
 
+// New is where a chat stands before it exists: the table's first row, the
+// statuses a chat may be created in. It is not a status a chat can have.
+const New Status = ""
+
 // Statuses lists every status, in a stable order.
 var Statuses = []Status{Waiting, Pending, Running, RequiresAction, Error}
 
 // transitions lists every legal status change; nothing else may change a
 // chat's status. Running -> Running is a step that continues the loop.
 var transitions = map[Status][]Status{
+	New:            {Waiting, Pending},
 	Waiting:        {Pending},
 	Pending:        {Running, Waiting},
 	Running:        {Running, Waiting, Pending, RequiresAction, Error},

@@ -2,10 +2,13 @@ package chat
 
 import "testing"
 
-// TestTransitionTable walks every pair of statuses and checks it against the
-// table of DESIGN.md section 2, written out here a second time on purpose.
+// TestTransitionTable walks every pair of statuses, creation (New) among
+// the sources, and checks it against the table of docs/architecture.md,
+// written out here a second time on purpose.
 func TestTransitionTable(t *testing.T) {
 	legal := map[[2]Status]bool{
+		{New, Waiting}:            true,
+		{New, Pending}:            true,
 		{Waiting, Pending}:        true,
 		{Pending, Running}:        true,
 		{Pending, Waiting}:        true,
@@ -18,8 +21,8 @@ func TestTransitionTable(t *testing.T) {
 		{RequiresAction, Waiting}: true,
 		{Error, Pending}:          true,
 	}
-	for _, from := range Statuses {
-		for _, to := range Statuses {
+	for _, from := range append([]Status{New}, Statuses...) {
+		for _, to := range append([]Status{New}, Statuses...) {
 			if got, want := CanTransition(from, to), legal[[2]Status{from, to}]; got != want {
 				t.Errorf("CanTransition(%s, %s) = %v, want %v", from, to, got, want)
 			}

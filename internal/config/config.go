@@ -86,6 +86,9 @@ type Engine struct {
 	LeaseTTL     Duration `yaml:"lease_ttl"`     // a lease not renewed for this long is recovered
 	Heartbeat    Duration `yaml:"heartbeat"`     // how often a running chat's lease is renewed
 	PollInterval Duration `yaml:"poll_interval"` // fallback poll for lost wake-ups, expired leases and deadlines
+	// MaxRecoveries: a chat whose lease was recovered this many times in a
+	// row (its run keeps killing its worker) ends in error.
+	MaxRecoveries int `yaml:"max_recoveries"`
 }
 
 // LuaSource is one Lua tool source: a file or a folder of .lua files.
@@ -164,10 +167,11 @@ func Default() Config {
 			ReloadInterval:   Duration(2 * time.Second),
 		}},
 		Engine: Engine{
-			Concurrency:  64,
-			LeaseTTL:     Duration(15 * time.Second),
-			Heartbeat:    Duration(5 * time.Second),
-			PollInterval: Duration(2 * time.Second),
+			Concurrency:   64,
+			LeaseTTL:      Duration(15 * time.Second),
+			Heartbeat:     Duration(5 * time.Second),
+			PollInterval:  Duration(2 * time.Second),
+			MaxRecoveries: 3,
 		},
 	}
 }
@@ -261,8 +265,8 @@ func (c *Config) check() error {
 	if err := c.Limits.check(); err != nil {
 		return err
 	}
-	if e := c.Engine; e.Concurrency <= 0 || e.LeaseTTL <= 0 || e.Heartbeat <= 0 || e.PollInterval <= 0 {
-		return errors.New("engine: concurrency, lease_ttl, heartbeat and poll_interval must be positive")
+	if e := c.Engine; e.Concurrency <= 0 || e.LeaseTTL <= 0 || e.Heartbeat <= 0 || e.PollInterval <= 0 || e.MaxRecoveries <= 0 {
+		return errors.New("engine: concurrency, lease_ttl, heartbeat, poll_interval and max_recoveries must be positive")
 	}
 	if c.Engine.Heartbeat >= c.Engine.LeaseTTL {
 		return fmt.Errorf("engine: heartbeat (%s) must be shorter than lease_ttl (%s)", time.Duration(c.Engine.Heartbeat), time.Duration(c.Engine.LeaseTTL))

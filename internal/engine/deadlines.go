@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
@@ -19,27 +18,30 @@ const expireBatch = 100
 // chat becomes pending. Any replica may do it; the row lock and the status
 // check make it happen once.
 func (e *Engine) expireActions(ctx context.Context) {
-	ids, err := e.st.ExpiredActions(ctx, expireBatch)
+	expired, err := e.st.ExpiredActions(ctx, expireBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Error("list expired deadlines", "err", err)
 		}
 		return
 	}
-	for _, id := range ids {
-		if err := e.expireAction(ctx, id); err != nil && ctx.Err() == nil {
-			e.log.Error("expire deadline", "chat", id, "err", err)
+	for _, x := range expired {
+		if err := e.expireAction(ctx, x); err != nil && ctx.Err() == nil {
+			e.log.Error("expire deadline", "chat", x.ChatID, "err", err)
 		}
 	}
 }
 
-func (e *Engine) expireAction(ctx context.Context, id string) error {
+// expireAction resumes one chat the database found past its deadline, if it
+// still waits with that deadline (by the database's clock, it passed).
+func (e *Engine) expireAction(ctx context.Context, x store.Expired) error {
+	id := x.ChatID
 	err := e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
 		c, err := tx.LockChat(ctx, id)
 		if err != nil {
 			return err
 		}
-		if c.Status != chat.RequiresAction || c.ActionDeadline == nil || c.ActionDeadline.After(time.Now()) {
+		if c.Status != chat.RequiresAction || c.ActionDeadline == nil || !c.ActionDeadline.Equal(x.Deadline) {
 			return nil // someone answered, or it moved on, first
 		}
 		history, err := readOn(ctx, tx, id, nil)

@@ -37,9 +37,13 @@ type Config struct {
 	ToolResultTimeout time.Duration // default requires_action deadline
 	Retry             llm.RetryPolicy
 	DeltaFlush        time.Duration // how long deltas are batched before publishing
+	// MaxRecoveries: a chat whose lease was recovered this many times in a
+	// row ends in error instead of running again: its run keeps killing
+	// the workers that take it.
+	MaxRecoveries int
 }
 
-// DefaultConfig returns the defaults of DESIGN.md section 2.
+// DefaultConfig returns the defaults (docs/configuration.md).
 func DefaultConfig() Config {
 	return Config{
 		Concurrency:       64,
@@ -50,6 +54,7 @@ func DefaultConfig() Config {
 		ToolResultTimeout: 10 * time.Minute,
 		Retry:             llm.DefaultRetryPolicy(),
 		DeltaFlush:        2 * time.Millisecond,
+		MaxRecoveries:     3,
 	}
 }
 
@@ -82,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeltaFlush <= 0 {
 		c.DeltaFlush = d.DeltaFlush
+	}
+	if c.MaxRecoveries <= 0 {
+		c.MaxRecoveries = d.MaxRecoveries
 	}
 	return c
 }

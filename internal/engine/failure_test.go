@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
@@ -385,5 +386,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stuck is a provider whose calls never answer: a worker that hangs (or is
+// about to die) in the model call.
+type stuck struct{ calls atomic.Int64 }
+
+func (s *stuck) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
+	s.calls.Add(1)
+	<-ctx.Done()
+	return llm.Result{}, ctx.Err()
+}
+
+// A chat whose workers keep losing it (the lease expires, another worker
+// recovers it, again and again) ends in error after MaxRecoveries instead
+// of being passed on forever.
+func TestChatWhoseWorkersKeepDyingEndsInError(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) {
+		c.LeaseTTL, c.Heartbeat, c.MaxRecoveries = 150*time.Millisecond, time.Hour, 2 // never renewed
+	})
+	p := &stuck{}
+	h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: p, ModelID: "x"}}, nil)
+	c := h.create("hang")
+	failed := h.waitStatus(c.ID, chat.Error)
+	if failed.LastError == nil || failed.LastError.Kind != "worker_died" || !strings.Contains(failed.LastError.Message, "2 times") {
+		t.Fatalf("last_error %+v", failed.LastError)
+	}
+	// The first run, and the run after the first recovery; the run after
+	// the second does not call the model.
+	if n := p.calls.Load(); n != 2 {
+		t.Fatalf("%d model calls, want 2", n)
+	}
+	if failed.LeaseRecoveries != 0 {
+		t.Fatalf("LeaseRecoveries %d after the run let go, want 0", failed.LeaseRecoveries)
 	}
 }

@@ -33,6 +33,11 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		return nil
 	}
+	if n := r.chat.LeaseRecoveries; n >= r.e.cfg.MaxRecoveries {
+		r.fail(&chat.ChatError{Kind: "worker_died", Message: fmt.Sprintf(
+			"the workers running this chat stopped %d times in a row before finishing a step; retry to run it again", n)}, service.ReasonUnknownOutcome)
+		return nil
+	}
 	model, ok := r.e.models.Model(r.chat.Model)
 	if !ok {
 		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)}, service.ReasonUnknownOutcome)

@@ -272,17 +272,20 @@ func (r *run) requireAction(calls []chat.ToolCall, msgs ...*chat.Message) error 
 	if timeout <= 0 {
 		timeout = r.e.cfg.ToolResultTimeout
 	}
-	deadline := time.Now().Add(timeout).UTC().Truncate(time.Microsecond)
 	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
 		if err := insert(ctx, tx, n, msgs...); err != nil {
 			return err
 		}
-		ra := &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
-		if err := r.transition(ctx, tx, n, store.Transition{To: chat.RequiresAction, ActionDeadline: &deadline}, ra); err != nil {
+		// The store reckons the deadline on the database's clock, which
+		// every replica shares.
+		c, err := r.leave(ctx, tx, store.Transition{To: chat.RequiresAction, ActionTimeout: timeout})
+		if err != nil {
 			return err
 		}
-		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: r.chat, ToolCalls: calls})
-		c := r.chat
+		deadline := *c.ActionDeadline
+		c.RequiredAction = &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
+		r.left(n, c)
+		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: c, ToolCalls: calls})
 		n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindActionRequired, ToolCalls: calls, Deadline: &deadline})
 		return nil
 	})

@@ -82,8 +82,9 @@ type Store interface {
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (interruptRequested bool, err error)
 	// RecoverExpiredLeases moves every running chat whose lease expired back
 	// to pending (clearing its worker and expiry; the generation stays, so the
-	// old lease's Fence fails) and returns their ids. Replicas may run it at
-	// the same time: each chat is recovered by one of them.
+	// old lease's Fence fails), counts the recovery in the chat's
+	// LeaseRecoveries, and returns their ids. Replicas may run it at the
+	// same time: each chat is recovered by one of them.
 	RecoverExpiredLeases(ctx context.Context) ([]string, error)
 	// ReserveMessageIDs takes n message ids (1 <= n <= 1000) without
 	// inserting messages, in increasing order, so a worker can name a
@@ -119,9 +120,9 @@ type Reader interface {
 	GetToken(ctx context.Context, id string) (Token, error)
 	// ListTokens returns every token (owner "" ) or one owner's, oldest first.
 	ListTokens(ctx context.Context, owner string) ([]Token, error)
-	// ExpiredActions returns up to limit ids of requires_action chats whose
-	// deadline is at or before now, earliest deadline first.
-	ExpiredActions(ctx context.Context, limit int) ([]string, error)
+	// ExpiredActions returns up to limit requires_action chats whose
+	// deadline is at or before the database's now, earliest deadline first.
+	ExpiredActions(ctx context.Context, limit int) ([]Expired, error)
 }
 
 // Tx is one transaction. Its methods may only be used inside InTx's fn.
@@ -194,8 +195,11 @@ type Transition struct {
 	From, To chat.Status
 	// LastError is stored when To is Error; it is cleared on any other status.
 	LastError *chat.ChatError
-	// ActionDeadline is stored when To is RequiresAction; cleared otherwise.
-	ActionDeadline *time.Time
+	// ActionTimeout, when To is RequiresAction, sets the chat's deadline
+	// to the database's clock plus this (the clock leases use too, so every
+	// replica agrees on when it passes); the deadline is cleared on any
+	// other status.
+	ActionTimeout time.Duration
 	// PendingIfQueued, with From Running and To Waiting, makes the chat
 	// Pending instead when messages wait in its queue: a run that ends with
 	// messages to answer. Promoting them is the caller's work.
@@ -203,6 +207,13 @@ type Transition struct {
 	// AddUsage is added to the chat's usage totals with the change: the
 	// usage of the messages the same write inserted.
 	AddUsage chat.Usage
+}
+
+// Expired is a requires_action chat whose deadline passed: its id and that
+// deadline (a chat that still has it is still the one that expired).
+type Expired struct {
+	ChatID   string
+	Deadline time.Time
 }
 
 // ChatQuery selects a page of one owner's chats.

@@ -18,7 +18,7 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version`
+	interrupt_requested, created_at, updated_at, version, lease_recoveries`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row pgx.Row) (chat.Chat, error) {
@@ -31,7 +31,7 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
-		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version)
+		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -142,7 +142,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
-			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1
+			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
@@ -218,12 +218,15 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 }
 
 // transitionSet is the SET clause of a Transition's UPDATE; transitionArgs
-// are its arguments, $1 (the chat's id) to $11, $2 being From.
-// Leaving running ends the lease: no worker holds the chat any more.
+// are its arguments, $1 (the chat's id) to $11, $2 being From. A deadline
+// ($5, microseconds from now, or NULL) is reckoned on the database's clock,
+// as leases are. Leaving running ends the lease: no worker holds the chat
+// any more, and the recoveries of its run are over.
 var transitionSet = `status = ` + dbutil.NewStatus("$8::boolean", "$3::text") + `,
-	last_error = $4, action_deadline = $5, version = version + 1, updated_at = $6,
+	last_error = $4, action_deadline = now() + $5::bigint * interval '1 microsecond', version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
+	lease_recoveries = CASE WHEN $7 THEN 0 ELSE lease_recoveries END,
 	usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
 	usage_cost_micros = usage_cost_micros + $11`
 
@@ -235,9 +238,10 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 			return nil, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
 		}
 	}
-	var deadline *time.Time
+	var deadline *int64 // NULL: no deadline
 	if tr.To == chat.RequiresAction {
-		deadline = dbutil.UTCPtr(tr.ActionDeadline)
+		us := tr.ActionTimeout.Microseconds()
+		deadline = &us
 	}
 	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued,
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros}, nil

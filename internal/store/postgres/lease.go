@@ -19,6 +19,13 @@ import (
 // agree on when a lease expires. Each lease method outside a transaction is
 // one statement, atomic on its own.
 
+// The status changes the lease statements make, checked against the state
+// table when the package loads.
+var (
+	acquireFrom, acquireTo = dbutil.Change(chat.Pending, chat.Running)
+	recoverFrom, recoverTo = dbutil.Change(chat.Running, chat.Pending)
+)
+
 // AcquireChats takes up to max pending chats, oldest updated_at first, that
 // no other transaction has locked (FOR UPDATE SKIP LOCKED), so concurrent
 // acquirers never wait for each other nor take the same chat.
@@ -27,9 +34,9 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE chats
-		SET status = 'running', worker_id = $1, lease_generation = lease_generation + 1,
+		SET status = `+acquireTo+`, worker_id = $1, lease_generation = lease_generation + 1,
 			lease_expires_at = now() + $2::bigint * interval '1 microsecond', version = version + 1, updated_at = now()
-		WHERE id IN (SELECT id FROM chats WHERE status = 'pending'
+		WHERE id IN (SELECT id FROM chats WHERE status = `+acquireFrom+`
 			ORDER BY updated_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
 		RETURNING `+chatColumns,
 		workerID, ttl.Microseconds(), max)
@@ -80,8 +87,9 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // once.
 func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE chats
-		SET status = 'pending', worker_id = '', lease_expires_at = NULL, version = version + 1, updated_at = now()
-		WHERE id IN (SELECT id FROM chats WHERE status = 'running' AND lease_expires_at < now()
+		SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + 1,
+			version = version + 1, updated_at = now()
+		WHERE id IN (SELECT id FROM chats WHERE status = `+recoverFrom+` AND lease_expires_at < now()
 			FOR UPDATE SKIP LOCKED)
 		RETURNING id`)
 	if err != nil {
@@ -94,18 +102,23 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.q.Query(ctx, `SELECT id FROM chats
+func (r reader) ExpiredActions(ctx context.Context, limit int) ([]store.Expired, error) {
+	rows, err := r.q.Query(ctx, `SELECT id, action_deadline FROM chats
 		WHERE status = 'requires_action' AND action_deadline <= now()
 		ORDER BY action_deadline, id LIMIT $1`, dbutil.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Expired, error) {
+		var e store.Expired
+		err := row.Scan(&e.ChatID, &e.Deadline)
+		e.Deadline = e.Deadline.UTC()
+		return e, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // Fence locks the chat's row (SELECT ... FOR UPDATE, in parley_fence) if l

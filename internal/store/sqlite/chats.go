@@ -17,7 +17,7 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version`
+	interrupt_requested, created_at, updated_at, version, lease_recoveries`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
@@ -30,7 +30,7 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated, &c.Version)
+		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -145,7 +145,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
@@ -215,21 +215,26 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 			return chat.Chat{}, fmt.Errorf("transition chat %s: encode last_error: %w", id, err)
 		}
 	}
+	now := dbutil.Now()
 	var deadline sql.NullInt64
 	if tr.To == chat.RequiresAction {
-		deadline = nullMicros(tr.ActionDeadline)
+		// This process is the only one on the file: its clock is the
+		// database's.
+		deadline = sql.NullInt64{Int64: dbutil.Micros(now.Add(tr.ActionTimeout)), Valid: true}
 	}
-	// Leaving running ends the lease: no worker holds the chat any more.
+	// Leaving running ends the lease: no worker holds the chat any more,
+	// and the recoveries of its run are over.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
+			lease_recoveries = CASE WHEN ? THEN 0 ELSE lease_recoveries END,
 			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
-		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(dbutil.Now()),
-		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr),
+		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(now),
+		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), dbutil.LeftRunning(tr),
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)

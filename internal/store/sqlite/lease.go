@@ -18,6 +18,13 @@ import (
 // clock, the only one that writes the file. Like InTx, they must not be
 // called from inside an InTx fn.
 
+// The status changes the lease statements make, checked against the state
+// table when the package loads.
+var (
+	acquireFrom, acquireTo = dbutil.Change(chat.Pending, chat.Running)
+	recoverFrom, recoverTo = dbutil.Change(chat.Running, chat.Pending)
+)
+
 // AcquireChats moves up to max pending chats, oldest updated_at first, to
 // running under new leases of workerID.
 func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
@@ -29,9 +36,9 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 		chats = nil
 		now := dbutil.Now()
 		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = 'running', worker_id = ?, lease_generation = lease_generation + 1,
+			SET status = `+acquireTo+`, worker_id = ?, lease_generation = lease_generation + 1,
 				lease_expires_at = ?, version = version + 1, updated_at = ?
-			WHERE id IN (SELECT id FROM chats WHERE status = 'pending' ORDER BY updated_at, id LIMIT ?)
+			WHERE id IN (SELECT id FROM chats WHERE status = `+acquireFrom+` ORDER BY updated_at, id LIMIT ?)
 			RETURNING `+chatColumns,
 			workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 		if err != nil {
@@ -81,8 +88,9 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 	err := s.writeOne(ctx, func(q querier) error {
 		now := dbutil.Micros(dbutil.Now())
 		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = 'pending', worker_id = '', lease_expires_at = NULL, version = version + 1, updated_at = ?
-			WHERE status = 'running' AND lease_expires_at < ?
+			SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + 1,
+				version = version + 1, updated_at = ?
+			WHERE status = `+recoverFrom+` AND lease_expires_at < ?
 			RETURNING id`, now, now)
 		if err != nil {
 			return err
@@ -102,18 +110,30 @@ func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) error {
 	return s.InTx(ctx, func(t store.Tx) error { return fn(t.(*tx).q) })
 }
 
-func (r reader) ExpiredActions(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT id FROM chats
+func (r reader) ExpiredActions(ctx context.Context, limit int) ([]store.Expired, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT id, action_deadline FROM chats
 		WHERE status = 'requires_action' AND action_deadline <= ?
 		ORDER BY action_deadline, id LIMIT ?`, dbutil.Micros(dbutil.Now()), dbutil.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
-	ids, err := scanIDs(rows)
-	if err != nil {
+	defer rows.Close()
+	var out []store.Expired
+	for rows.Next() {
+		var (
+			e  store.Expired
+			us int64
+		)
+		if err := rows.Scan(&e.ChatID, &us); err != nil {
+			return nil, fmt.Errorf("expired actions: %w", err)
+		}
+		e.Deadline = dbutil.FromMicros(us)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // Fence checks that l still holds the chat; the transaction (on the one

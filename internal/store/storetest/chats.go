@@ -31,7 +31,7 @@ func fullChat() chat.Chat {
 		Title:        "Weather in Paris",
 		Model:        "gpt-x",
 		SystemPrompt: "Be brief.",
-		Status:       chat.RequiresAction,
+		Status:       chat.Pending,
 		DynamicTools: []chat.DynamicTool{{
 			Name:        "get_weather",
 			Description: "Current weather",
@@ -165,6 +165,11 @@ func testInsertInvalid(t *testing.T, open opener) {
 		"no model":   {ID: "x", Owner: "alice", Status: chat.Waiting},
 		"no status":  {ID: "x", Owner: "alice", Model: "m"},
 		"bad status": {ID: "x", Owner: "alice", Model: "m", Status: "sleeping"},
+		// A chat is created waiting or pending (the state table's first
+		// row), never straight into another status.
+		"created running":         {ID: "x", Owner: "alice", Model: "m", Status: chat.Running},
+		"created requires_action": {ID: "x", Owner: "alice", Model: "m", Status: chat.RequiresAction},
+		"created in error":        {ID: "x", Owner: "alice", Model: "m", Status: chat.Error},
 	} {
 		err := txErr(t, s, func(tx store.Tx) error { return tx.InsertChat(t.Context(), &c) })
 		if err == nil {

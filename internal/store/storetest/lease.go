@@ -22,6 +22,7 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"RenewExtendsAndInterrupt":         testRenew,
 	"RenewLost":                        testRenewLost,
 	"RecoverExpiredOnce":               testRecoverExpiredOnce,
+	"RecoveriesCountedAndReset":        testRecoveriesCounted,
 	"LostLeaseWritesNothing":           testLostLeaseWritesNothing,
 	"FencedFinalWrite":                 testFencedFinalWrite,
 	"FinalWriteSeesQueuedWhileWaiting": testFinalWriteSeesQueued,
@@ -541,10 +542,9 @@ func addDeadlines(t *testing.T, s store.Store) []string {
 	n := now()
 	for _, c := range []chat.Chat{
 		{ID: "b-due", Status: chat.RequiresAction, ActionDeadline: ptr(n.Add(-time.Hour))},
-		{ID: "a-due", Status: chat.RequiresAction, ActionDeadline: ptr(n.Add(-time.Hour))},
+		{ID: "a-due", Status: chat.RequiresAction, ActionDeadline: ptr(n.Add(-time.Hour - time.Minute))},
 		{ID: "z-first", Status: chat.RequiresAction, ActionDeadline: ptr(n.Add(-2 * time.Hour))},
 		{ID: "later", Status: chat.RequiresAction, ActionDeadline: ptr(n.Add(time.Hour))},
-		{ID: "no-deadline", Status: chat.RequiresAction},
 		{ID: "not-waiting", Status: chat.Waiting, ActionDeadline: ptr(n.Add(-3 * time.Hour))},
 		{ID: "not-running", Status: chat.Running, ActionDeadline: ptr(n.Add(-3 * time.Hour))},
 	} {
@@ -553,44 +553,58 @@ func addDeadlines(t *testing.T, s store.Store) []string {
 	return []string{"z-first", "a-due", "b-due"}
 }
 
+// expiredIDs lists the ids of ExpiredActions' answer, checking that each
+// deadline is the chat's own.
+func expiredIDs(t *testing.T, s store.Reader, es []store.Expired) []string {
+	t.Helper()
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ChatID
+		if c := getChat(t, s, e.ChatID); c.ActionDeadline == nil || !c.ActionDeadline.Equal(e.Deadline) {
+			t.Errorf("expired %s with deadline %v; the chat's is %v", e.ChatID, e.Deadline, c.ActionDeadline)
+		}
+	}
+	return ids
+}
+
 func testExpiredActions(t *testing.T, open opener) {
 	s := open(t)
-	ids, err := s.ExpiredActions(t.Context(), 10)
-	if err != nil || len(ids) != 0 {
-		t.Fatalf("ExpiredActions on an empty store = %v, %v", ids, err)
+	es, err := s.ExpiredActions(t.Context(), 10)
+	if err != nil || len(es) != 0 {
+		t.Fatalf("ExpiredActions on an empty store = %v, %v", es, err)
 	}
 	addOwner(t, s, "alice")
 	want := addDeadlines(t, s)
-	ids, err = s.ExpiredActions(t.Context(), 10)
+	es, err = s.ExpiredActions(t.Context(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantEqual(t, "expired actions", ids, want)
+	wantEqual(t, "expired actions", expiredIDs(t, s, es), want)
 
 	// Leaving requires_action takes a chat off the list.
 	mustTransition(t, s, "a-due", store.Transition{From: chat.RequiresAction, To: chat.Pending})
-	ids, err = s.ExpiredActions(t.Context(), 10)
+	es, err = s.ExpiredActions(t.Context(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantEqual(t, "expired actions after one left", ids, slices.DeleteFunc(want, func(id string) bool { return id == "a-due" }))
+	wantEqual(t, "expired actions after one left", expiredIDs(t, s, es), slices.DeleteFunc(want, func(id string) bool { return id == "a-due" }))
 }
 
 func testExpiredActionsLimit(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	want := addDeadlines(t, s)
-	ids, err := s.ExpiredActions(t.Context(), 2)
+	es, err := s.ExpiredActions(t.Context(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantEqual(t, "expired actions, limit 2", ids, want[:2])
+	wantEqual(t, "expired actions, limit 2", expiredIDs(t, s, es), want[:2])
 	inTx(t, s, func(tx store.Tx) error {
-		ids, err := tx.ExpiredActions(t.Context(), 10)
+		es, err := tx.ExpiredActions(t.Context(), 10)
 		if err != nil {
 			return err
 		}
-		wantEqual(t, "expired actions in a transaction", ids, want)
+		wantEqual(t, "expired actions in a transaction", expiredIDs(t, tx, es), want)
 		return nil
 	})
 }
@@ -667,5 +681,36 @@ func testPendingIfQueued(t *testing.T, open opener) {
 	})
 	if err == nil {
 		t.Fatal("PendingIfQueued accepted on pending -> running")
+	}
+}
+
+// testRecoveriesCounted: each recovery of an expired lease adds one to the
+// chat's LeaseRecoveries, acquiring keeps the count, and a worker letting
+// go of the chat (any change from running) sets it back to zero.
+func testRecoveriesCounted(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Pending})
+	for want := 1; want <= 2; want++ {
+		acquire(t, s, "w", time.Millisecond)
+		deadline := time.Now().Add(10 * time.Second)
+		for getChat(t, s, c.ID).Status == chat.Running {
+			if time.Now().After(deadline) {
+				t.Fatal("lease not recovered after 10s")
+			}
+			if _, err := s.RecoverExpiredLeases(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := getChat(t, s, c.ID).LeaseRecoveries; got != want {
+			t.Fatalf("after recovery %d: LeaseRecoveries = %d", want, got)
+		}
+	}
+	running, _ := acquire(t, s, "w", longTTL)
+	if running.LeaseRecoveries != 2 {
+		t.Fatalf("acquired with LeaseRecoveries %d, want 2 (kept)", running.LeaseRecoveries)
+	}
+	if got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting}); got.LeaseRecoveries != 0 {
+		t.Fatalf("let go with LeaseRecoveries %d, want 0", got.LeaseRecoveries)
 	}
 }

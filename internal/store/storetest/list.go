@@ -39,7 +39,7 @@ func addChats(t *testing.T, s store.Store, owner string, n int, mk func(i int) c
 			if c.Status == "" {
 				c.Status = chat.Waiting
 			}
-			if err := tx.InsertChat(t.Context(), &c); err != nil {
+			if err := insertAs(t.Context(), tx, &c); err != nil {
 				return err
 			}
 			out[i] = c

@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"reflect"
@@ -90,8 +91,44 @@ func addChat(t *testing.T, s store.Store, c chat.Chat) chat.Chat {
 	if c.Status == "" {
 		c.Status = chat.Waiting
 	}
-	inTx(t, s, func(tx store.Tx) error { return tx.InsertChat(t.Context(), &c) })
+	// A chat is created waiting or pending; any other status is reached
+	// through the state table, as in life. A requires_action chat keeps the
+	// deadline asked for (to the second: it is reckoned from the clock).
+	inTx(t, s, func(tx store.Tx) error { return insertAs(t.Context(), tx, &c) })
 	return c
+}
+
+// insertAs inserts c in its status: created pending, then brought to the
+// status through the state table (pathFromPending) when a chat cannot be
+// created in it.
+func insertAs(ctx context.Context, tx store.Tx, c *chat.Chat) error {
+	want, deadline := c.Status, c.ActionDeadline
+	if !chat.CanTransition(chat.New, want) {
+		c.Status = chat.Pending
+	}
+	if err := tx.InsertChat(ctx, c); err != nil {
+		return err
+	}
+	for _, to := range pathFromPending[want] {
+		tr := store.Transition{From: c.Status, To: to, LastError: c.LastError}
+		if deadline != nil {
+			tr.ActionTimeout = time.Until(*deadline)
+		}
+		next, err := tx.TransitionChat(ctx, c.ID, tr)
+		if err != nil {
+			return err
+		}
+		*c = next
+	}
+	return nil
+}
+
+// pathFromPending is how addChat brings a pending chat to each status a
+// chat cannot be created in.
+var pathFromPending = map[chat.Status][]chat.Status{
+	chat.Running:        {chat.Running},
+	chat.RequiresAction: {chat.Running, chat.RequiresAction},
+	chat.Error:          {chat.Running, chat.Error},
 }
 
 // getChat reads a chat and fails the test on error.

@@ -132,22 +132,28 @@ func testLastErrorColumn(t *testing.T, open opener) {
 	}
 }
 
+// testActionDeadlineColumn: a change to requires_action sets the deadline
+// to the database's clock plus ActionTimeout; any other change clears it.
 func testActionDeadlineColumn(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	c := addChat(t, s, chat.Chat{Status: chat.Running})
-	deadline := time.Date(2031, 5, 6, 7, 8, 9, 987654321, time.FixedZone("X", -7200))
-	want := deadline.UTC().Truncate(time.Microsecond)
+	const timeout = 90 * time.Minute
 
-	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Running, ActionDeadline: &deadline})
+	got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Running, ActionTimeout: timeout})
 	if got.ActionDeadline != nil {
 		t.Fatalf("running -> running wrote action_deadline %v", got.ActionDeadline)
 	}
-	got = mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.RequiresAction, ActionDeadline: &deadline})
-	wantEqual(t, "action_deadline", got.ActionDeadline, &want)
-	wantEqual(t, "stored action_deadline", getChat(t, s, c.ID).ActionDeadline, &want)
+	before := now()
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.RequiresAction, ActionTimeout: timeout})
+	after := now()
+	// The database runs on this machine: its clock is this one's.
+	if d := got.ActionDeadline; d == nil || d.Before(before.Add(timeout-time.Second)) || d.After(after.Add(timeout+time.Second)) {
+		t.Fatalf("action_deadline %v, want about %v", d, before.Add(timeout))
+	}
+	wantEqual(t, "stored action_deadline", getChat(t, s, c.ID).ActionDeadline, got.ActionDeadline)
 
-	got = mustTransition(t, s, c.ID, store.Transition{From: chat.RequiresAction, To: chat.Pending, ActionDeadline: &deadline})
+	got = mustTransition(t, s, c.ID, store.Transition{From: chat.RequiresAction, To: chat.Pending, ActionTimeout: timeout})
 	if got.ActionDeadline != nil || getChat(t, s, c.ID).ActionDeadline != nil {
 		t.Fatalf("requires_action -> pending kept action_deadline %v", got.ActionDeadline)
 	}

@@ -20,6 +20,8 @@ func CheckNewChat(c *chat.Chat) error {
 		return errors.New("chat model is empty")
 	case !c.Status.Valid():
 		return fmt.Errorf("chat status %q is not a status", c.Status)
+	case !chat.CanTransition(chat.New, c.Status):
+		return &store.IllegalTransitionError{From: chat.New, To: c.Status}
 	}
 	return nil
 }
@@ -35,12 +37,28 @@ func CheckTransition(t store.Transition) error {
 	return nil
 }
 
+// Change returns the SQL literals of a status change the state table allows
+// ('pending', 'running'), for a statement that changes statuses by itself
+// (acquiring, recovering). It panics on a change the table forbids: stores
+// build such statements when the package loads, so a statement that would
+// make an illegal change never runs.
+func Change(from, to chat.Status) (fromSQL, toSQL string) {
+	if !chat.CanTransition(from, to) {
+		panic(fmt.Sprintf("illegal status change %s -> %s in a statement", from, to))
+	}
+	return "'" + string(from) + "'", "'" + string(to) + "'"
+}
+
+// queuedPending is the change PendingIfQueued makes instead of its To.
+var _, queuedPending = Change(chat.Running, chat.Pending)
+
 // NewStatus is the SQL expression of a transition's new status, given the
-// placeholders of Transition.PendingIfQueued and of To: pending instead of
-// To when asked and messages wait in the chat's queue.
+// placeholders of Transition.PendingIfQueued and of To: running -> pending
+// instead of To when asked and messages wait in the chat's queue (both
+// changes are checked against the table: CheckTransition, Change).
 func NewStatus(pendingIfQueued, to string) string {
 	return `CASE WHEN ` + pendingIfQueued + ` AND EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)
-		THEN 'pending' ELSE ` + to + ` END`
+		THEN ` + queuedPending + ` ELSE ` + to + ` END`
 }
 
 // ChatJSON is a chat's JSON columns, encoded.
