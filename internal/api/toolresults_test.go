@@ -20,7 +20,6 @@ func waitingForTools(s *server, tok string) chat.Chat {
 		{"name": "get_weather", "description": "w", "input_schema": map[string]any{"type": "object"}},
 		{"name": "get_time", "description": "t", "input_schema": map[string]any{"type": "object"}},
 	}})
-	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 	call := func(id, name string) chat.Part {
 		return chat.Part{Type: chat.PartToolCall, ToolCallID: id, ToolName: name, Args: json.RawMessage(`{}`)}
 	}
@@ -28,7 +27,7 @@ func waitingForTools(s *server, tok string) chat.Chat {
 		{Role: chat.RoleAssistant, Parts: []chat.Part{call("d1", "get_weather"), call("s1", "current_time"), call("d2", "get_time")}},
 		{Role: chat.RoleTool, Parts: []chat.Part{{Type: chat.PartToolResult, ToolCallID: "s1", ToolName: "current_time", Output: json.RawMessage(`"noon"`)}}},
 	}, store.Transition{From: chat.Pending, To: chat.Running},
-		store.Transition{From: chat.Running, To: chat.RequiresAction, ActionDeadline: &deadline})
+		store.Transition{From: chat.Running, To: chat.RequiresAction, ActionTimeout: time.Hour})
 	return c
 }
 
