@@ -57,6 +57,30 @@ func (a *api) authed(h ownerHandler) handler {
 	}
 }
 
+// tokenRevocation returns a channel closed once the token that
+// authenticated ctx's request is revoked, checked every a.tokenCheck until
+// ctx ends. The checks run beside the stream, so a slow database read never
+// holds the stream's events back.
+func (a *api) tokenRevocation(ctx context.Context) <-chan struct{} {
+	revoked := make(chan struct{})
+	go func() {
+		t := time.NewTicker(a.tokenCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if a.tokenRevoked(ctx) {
+					close(revoked)
+					return
+				}
+			}
+		}
+	}()
+	return revoked
+}
+
 // tokenRevoked reports whether the token that authenticated ctx's request
 // has since been revoked or deleted, as the database says: the one place
 // every replica sees a revocation. A failed read counts as not revoked (and

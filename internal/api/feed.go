@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,8 @@ var resyncData = []byte(`{"kind":"` + events.KindResync + `"}`)
 // and re-reads the chats. Once the token is revoked the stream ends with an
 // unauthorized event, within a.tokenCheck.
 func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error {
-	ctx := r.Context()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // ends the token checks
 	sub, err := a.ps.Subscribe(ctx, events.FeedTopic(owner))
 	if err != nil {
 		return fmt.Errorf("subscribe to the feed of %s: %w", owner, err)
@@ -41,8 +43,7 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error 
 	}
 	tick := time.NewTicker(a.keepAlive)
 	defer tick.Stop()
-	check := time.NewTicker(a.tokenCheck)
-	defer check.Stop()
+	revoked := a.tokenRevocation(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,11 +52,9 @@ func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error 
 			if s.comment("keep-alive") != nil {
 				return nil
 			}
-		case <-check.C:
-			if a.tokenRevoked(ctx) {
-				_ = s.event(kindUnauthorized, revokedData)
-				return nil
-			}
+		case <-revoked:
+			_ = s.event(kindUnauthorized, revokedData)
+			return nil
 		case m, ok := <-sub.C():
 			switch {
 			case !ok && errors.Is(sub.Err(), pubsub.ErrLagged), ok && m.Missed:

@@ -55,7 +55,8 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // ends the token checks
 	if _, err := a.svc.GetChat(ctx, owner, id); err != nil {
 		return err
 	}
@@ -87,8 +88,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 
 	tick := time.NewTicker(a.keepAlive)
 	defer tick.Stop()
-	check := time.NewTicker(a.tokenCheck)
-	defer check.Stop()
+	revoked := a.tokenRevocation(ctx)
 	for {
 		var err error
 		select {
@@ -96,11 +96,9 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 			return nil
 		case <-tick.C:
 			err = st.sse.comment("keep-alive")
-		case <-check.C:
-			if a.tokenRevoked(ctx) {
-				_ = st.sse.event(kindUnauthorized, revokedData)
-				return nil
-			}
+		case <-revoked:
+			_ = st.sse.event(kindUnauthorized, revokedData)
+			return nil
 		case <-waitSnapshot:
 			waitSnapshot, st.holding = nil, false
 			err = st.flushHeld()
