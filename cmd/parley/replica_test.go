@@ -22,7 +22,7 @@ import (
 )
 
 // recoveryLimit is how long the other replica may take to finish a chat
-// whose worker was killed (issue 3's target).
+// whose worker was killed.
 const recoveryLimit = 20 * time.Second
 
 // TestReplicaKilledMidStep runs two replicas on PostgreSQL, SIGKILLs the
