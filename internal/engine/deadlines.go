@@ -44,11 +44,11 @@ func (e *Engine) expireAction(ctx context.Context, x store.Expired) error {
 		if c.Status != chat.RequiresAction || c.ActionDeadline == nil || !c.ActionDeadline.Equal(x.Deadline) {
 			return nil // someone answered, or it moved on, first
 		}
-		history, err := readOn(ctx, tx, id, nil)
+		tail, err := tx.LastTurn(ctx, id)
 		if err != nil {
 			return err
 		}
-		if open := chat.UnresolvedCalls(history); len(open) > 0 {
+		if open := chat.UnresolvedCalls(tail); len(open) > 0 {
 			m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonDeadline)}
 			if err := tx.InsertMessage(ctx, &m); err != nil {
 				return err

@@ -62,25 +62,39 @@ func (r *run) loop(ctx context.Context) error {
 	}
 }
 
-// history loads the chat's messages, first answering any call a dead worker
-// left without a result, so the model never sees a dangling call.
+// history returns the chat's messages: read from the store by the run's
+// first step, which first answers any call a dead worker left without a
+// result (so the model never sees a dangling call), and kept in memory
+// after that (run.msgs).
 func (r *run) history(ctx context.Context) ([]chat.Message, error) {
+	if r.msgs != nil {
+		return r.msgs, nil
+	}
 	msgs, err := r.readHistory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	open := chat.UnresolvedCalls(msgs)
-	if len(open) == 0 {
-		return msgs, nil
+	if open := chat.UnresolvedCalls(msgs); len(open) > 0 {
+		m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, service.ReasonUnknownOutcome)}
+		err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+			return insert(ctx, tx, n, &m)
+		})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
 	}
-	m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, service.ReasonUnknownOutcome)}
-	err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		return insert(ctx, tx, n, &m)
-	})
-	if err != nil {
-		return nil, err
+	r.msgs = msgs
+	return msgs, nil
+}
+
+// wrote adds messages the run has written (committed) to its history.
+func (r *run) wrote(msgs ...*chat.Message) {
+	for _, m := range msgs {
+		if m != nil {
+			r.msgs = append(r.msgs, *m)
+		}
 	}
-	return append(msgs, m), nil
 }
 
 // step makes one model call and runs its tool calls. done reports that the
@@ -134,6 +148,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	}); err != nil {
 		return false, err
 	}
+	r.wrote(asst)
 
 	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools})
 	var results *chat.Message
@@ -166,6 +181,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 		}
 	}
 	r.unsaved = nil
+	r.wrote(results)
 	return false, nil
 }
 

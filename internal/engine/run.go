@@ -40,6 +40,10 @@ type run struct {
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message
+	// msgs is the chat's history, read once by the first step and then kept:
+	// while the chat runs, nothing but its run adds messages to it, and the
+	// run appends each message it wrote once the write committed.
+	msgs []chat.Message
 	// unsaved are messages of the step in progress that are not persisted
 	// yet (tool results while their write is tried): a run that fails
 	// writes them with its failure, so real results are not lost.

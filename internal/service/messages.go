@@ -177,7 +177,7 @@ func PromoteQueued(ctx context.Context, tx store.Tx, chatID string, n *events.No
 // message that has no result yet with a synthetic error result, in one tool
 // message, so no call is left dangling.
 func CancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string, n *events.Notice) error {
-	tail, err := historyTail(ctx, tx, chatID)
+	tail, err := tx.LastTurn(ctx, chatID)
 	if err != nil {
 		return err
 	}
@@ -191,18 +191,4 @@ func CancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string, n 
 	}
 	n.Message(m)
 	return nil
-}
-
-// historyTail returns a chat's messages from its last assistant message on
-// (all of them when there is none), keeping only the tail in memory.
-func historyTail(ctx context.Context, r store.Reader, chatID string) ([]chat.Message, error) {
-	var tail []chat.Message
-	err := store.ForEachMessage(ctx, r, chatID, 0, func(m chat.Message) error {
-		if m.Role == chat.RoleAssistant {
-			tail = tail[:0]
-		}
-		tail = append(tail, m)
-		return nil
-	})
-	return tail, err
 }

@@ -55,7 +55,7 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 		if c.Status != chat.RequiresAction {
 			return &StatusError{ChatID: id, Status: c.Status, Reason: "tool results are accepted only while the chat is requires_action"}
 		}
-		tail, err := historyTail(ctx, tx, id)
+		tail, err := tx.LastTurn(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func withRequiredAction(ctx context.Context, r store.Reader, c *chat.Chat) error
 		c.RequiredAction = nil
 		return nil
 	}
-	tail, err := historyTail(ctx, r, c.ID)
+	tail, err := r.LastTurn(ctx, c.ID)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,11 @@ type Reader interface {
 	// ListMessages returns up to limit messages of a chat with id > after, in
 	// id order.
 	ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
+	// LastTurn returns the chat's last assistant message and the messages
+	// after it, in id order (the whole history, if it has no assistant
+	// message), at most MaxPageSize: what a request needs to find the calls
+	// still open, read on an index whatever the history's length.
+	LastTurn(ctx context.Context, chatID string) ([]chat.Message, error)
 	// FirstMessages returns up to limit of the first messages (in id order)
 	// of each chat of chatIDs, in one query: the histories of a batch of
 	// chats a worker just acquired. A chat without messages, or unknown, is

@@ -25,6 +25,24 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 	return msgs, nil
 }
 
+func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
+	// The last assistant message is found walking the (chat_id, id) index
+	// backwards, so a long history costs nothing more.
+	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, role, parts, usage, created_at FROM messages
+		WHERE chat_id = ? AND id >= coalesce((SELECT id FROM messages WHERE chat_id = ? AND role = 'assistant'
+			ORDER BY id DESC LIMIT 1), 0)
+		ORDER BY id LIMIT ?`, chatID, chatID, store.MaxPageSize)
+	if err != nil {
+		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
+	}
+	msgs := []chat.Message{}
+	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	if err != nil {
+		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
+	}
+	return msgs, nil
+}
+
 func (r reader) FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error) {
 	ids, err := dbutil.CheckFirstMessages(chatIDs, limit)
 	if err != nil {

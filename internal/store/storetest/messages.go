@@ -12,6 +12,7 @@ import (
 
 var messageTests = map[string]func(*testing.T, opener){
 	"InsertAndListRoundTrip": testMessagesRoundTrip,
+	"LastTurn":               testLastTurn,
 	"IDsIncreaseAndAfter":    testMessageIDs,
 	"Limit":                  testMessagesLimit,
 	"UsageAddsToChat":        testMessageUsage,
@@ -369,4 +370,44 @@ func testFirstMessages(t *testing.T, open opener) {
 			t.Errorf("FirstMessages(%q, %d) succeeded", bad.ids, bad.limit)
 		}
 	}
+}
+
+// testLastTurn: LastTurn is the last assistant message and what follows it,
+// the whole history without an assistant message, nothing for no history.
+func testLastTurn(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{})
+	ids := func(msgs []chat.Message) []int64 {
+		out := []int64{}
+		for _, m := range msgs {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	last := func() []int64 {
+		t.Helper()
+		msgs, err := s.LastTurn(t.Context(), c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(msgs)
+	}
+	wantEqual(t, "last turn of an empty chat", last(), []int64{})
+	u1 := appendMessage(t, s, textMessage(c.ID, "one"))
+	u2 := appendMessage(t, s, textMessage(c.ID, "two"))
+	wantEqual(t, "last turn without an answer", last(), []int64{u1.ID, u2.ID})
+	appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("a")}})
+	appendMessage(t, s, textMessage(c.ID, "three"))
+	a2 := appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{
+		{Type: chat.PartToolCall, ToolCallID: "c1", ToolName: "x", Args: []byte(`{}`)}}})
+	r := appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleTool, Parts: []chat.Part{
+		{Type: chat.PartToolResult, ToolCallID: "c1", ToolName: "x", Output: []byte(`1`)}}})
+	u4 := appendMessage(t, s, textMessage(c.ID, "four"))
+	wantEqual(t, "last turn", last(), []int64{a2.ID, r.ID, u4.ID})
+	inTx(t, s, func(tx store.Tx) error {
+		msgs, err := tx.LastTurn(t.Context(), c.ID)
+		wantEqual(t, "last turn in a transaction", ids(msgs), []int64{a2.ID, r.ID, u4.ID})
+		return err
+	})
 }
