@@ -70,38 +70,83 @@ func TestServerToolLoopAndResultsReachTheModel(t *testing.T) {
 	}
 }
 
+// TestDynamicToolRequiresActionThenDeadlineResumes: a step mixing a server
+// tool with dynamic ones runs the server call and lets the chat wait for
+// the client's results; when nobody answers before the deadline, the open
+// calls get "no result before deadline" error results and the model's next
+// request carries every result right after its assistant message, in call
+// order.
 func TestDynamicToolRequiresActionThenDeadlineResumes(t *testing.T) {
-	h := newHarness(t, func(c *engine.Config) { c.ToolResultTimeout = 300 * time.Millisecond })
+	h := newHarness(t, func(c *engine.Config) { c.ToolResultTimeout = time.Millisecond })
 	h.fake.Push(
-		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "w1", Name: "get_weather", Args: `{"city":"Paris"}`}, {ID: "a1", Name: "add", Args: `{"a":1,"b":1}`}}},
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{
+			{ID: "w1", Name: "get_weather", Args: `{"city":"Paris"}`},
+			{ID: "a1", Name: "add", Args: `{"a":1,"b":1}`},
+			{ID: "w2", Name: "get_weather", Args: `{"city":"Rome"}`},
+		}},
 		llmtest.Turn{Text: "no weather today"},
 	)
 	d, _ := addTool(t, nil)
-	h.start(d)
+	expire := make(chan struct{}) // the deadline passes at once; the engine handles it once this is closed
+	h.startOn(heldDeadlines{h.st, expire}, h.ps, h.models(), d)
 	dyn := chat.DynamicTool{Name: "get_weather", Description: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}
 	c := h.create("weather?", dyn)
+
+	// The chat waits for the client, with a deadline and no worker, for the
+	// dynamic calls only, in call order; the server call's result is
+	// already written.
 	c = h.waitStatus(c.ID, chat.RequiresAction)
 	if c.ActionDeadline == nil || c.WorkerID != "" {
 		t.Fatalf("requires_action chat: deadline %v, worker %q", c.ActionDeadline, c.WorkerID)
 	}
-	// The server-side call of the same step already has its result.
+	var waitsFor []string
+	for _, call := range chat.PendingDynamicCalls(h.history(c.ID), c.DynamicTools) {
+		waitsFor = append(waitsFor, call.ToolCallID)
+	}
+	wantMessages(t, "calls the chat waits for", waitsFor, "w1", "w2")
 	msgs := h.history(c.ID)
 	if last := msgs[len(msgs)-1]; last.Role != chat.RoleTool || len(last.Parts) != 1 || last.Parts[0].ToolCallID != "a1" {
 		t.Fatalf("server result of the step: %+v", last)
 	}
-	// Nobody answers: the deadline passes, a synthetic result lets the model react.
+
+	// Nobody answers: the deadline is handled, synthetic results let the
+	// model react.
+	close(expire)
 	h.waitStatus(c.ID, chat.Waiting)
-	msgs = h.history(c.ID)
-	var found bool
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			if p.Type == chat.PartToolResult && p.ToolCallID == "w1" && p.IsError && strings.Contains(string(p.Output), "deadline") {
-				found = true
-			}
-		}
+	reqs := h.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
 	}
-	if !found {
-		t.Fatalf("no deadline result for w1: %+v", msgs)
+	wantMessages(t, "the model's request after the deadline", wireMessages(t, reqs[1]),
+		"user:weather?",
+		"assistant:->w1,a1,w2",
+		"tool[w1]:error: no result before deadline",
+		"tool[a1]:2",
+		"tool[w2]:error: no result before deadline",
+	)
+	// Stored: the server result, then the deadline's, each message in call
+	// order.
+	msgs = h.history(c.ID)
+	if len(msgs) != 5 {
+		t.Fatalf("history: %+v", msgs)
+	}
+	var stored []string
+	for _, m := range msgs[2:4] {
+		var ids []string
+		for _, p := range m.Parts {
+			if m.Role != chat.RoleTool || p.Type != chat.PartToolResult {
+				t.Fatalf("message %d is not tool results: %+v", m.ID, m)
+			}
+			ids = append(ids, fmt.Sprintf("%s=%s", p.ToolCallID, p.Output))
+		}
+		stored = append(stored, strings.Join(ids, " "))
+	}
+	wantMessages(t, "stored results", stored,
+		`a1=2`,
+		`w1="no result before deadline" w2="no result before deadline"`,
+	)
+	if msgs[4].Role != chat.RoleAssistant || msgs[4].Parts[0].Text != "no weather today" {
+		t.Fatalf("last message: %+v", msgs[4])
 	}
 }
 
@@ -163,12 +208,20 @@ func TestMaxStepsEndsInError(t *testing.T) {
 	}
 }
 
+// TestQueuedMessagesArePromotedInOrder: messages posted while the model
+// call is in progress are queued, then promoted in the order they were
+// posted once the answer is written, and the next model call answers them.
 func TestQueuedMessagesArePromotedInOrder(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Push(llmtest.Turn{Text: "first answer", FirstChunkDelay: 300 * time.Millisecond}, llmtest.Turn{Text: "second answer"})
+	started, gate := make(chan struct{}), make(chan struct{})
+	h.fake.Push(llmtest.Turn{Text: "first answer", Started: started, Gate: gate}, llmtest.Turn{Text: "second answer"})
 	h.start(nil)
 	c := h.create("one")
-	h.waitStatus(c.ID, chat.Running)
+	await(t, started, "the first model call")
+	// The call is held on the gate: the chat is running until it is opened.
+	if got, err := h.st.GetChat(context.Background(), c.ID); err != nil || got.Status != chat.Running {
+		t.Fatalf("chat during the model call: %+v %v", got, err)
+	}
 	for _, m := range []string{"two", "three"} {
 		raw, _ := json.Marshal(m)
 		res, err := h.svc.PostMessage(context.Background(), owner, c.ID, raw, chat.BusyQueue)
@@ -176,61 +229,84 @@ func TestQueuedMessagesArePromotedInOrder(t *testing.T) {
 			t.Fatalf("post %s: %+v %v", m, res, err)
 		}
 	}
-	h.waitRequests(2)
+	close(gate)
 	h.waitStatus(c.ID, chat.Waiting)
-	var users []string
+
+	var got []string
 	for _, m := range h.history(c.ID) {
-		if m.Role == chat.RoleUser {
-			users = append(users, m.Parts[0].Text)
-		}
+		got = append(got, fmt.Sprintf("%s:%s", m.Role, m.Parts[0].Text))
 	}
-	if strings.Join(users, ",") != "one,two,three" {
-		t.Fatalf("user messages %v", users)
-	}
+	wantMessages(t, "history", got, "user:one", "assistant:first answer", "user:two", "user:three", "assistant:second answer")
 	reqs := h.fake.Requests()
-	if !strings.Contains(string(reqs[1].Body), "three") || !strings.Contains(string(reqs[1].Body), "first answer") {
-		t.Fatalf("second request lacks the promoted messages: %s", reqs[1].Body)
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
 	}
+	wantMessages(t, "the second model call", wireMessages(t, reqs[1]), "user:one", "assistant:first answer", "user:two", "user:three")
 }
 
-func TestInterruptCancelsTheCallFastAndKeepsPartialOutput(t *testing.T) {
+// TestInterruptCancelsTheCallAndKeepsPartialOutput: an interrupt during a
+// model call that would never end by itself (the fake holds it on a gate
+// that is never opened, after part of the answer was streamed) cancels the
+// call, keeps the streamed part as the assistant's answer, and answers the
+// interrupting message.
+func TestInterruptCancelsTheCallAndKeepsPartialOutput(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Push(llmtest.Turn{Text: "partial words then more", ChunkSize: 8, HoldAfter: 3}, llmtest.Turn{Text: "answer to the interrupt"})
-	h.start(nil)
+	gone := make(chan struct{})
+	// Events: the role chunk, "partial ", "words th"; then the gate.
+	h.fake.Push(
+		llmtest.Turn{Text: "partial words then more", ChunkSize: 8, Gate: make(chan struct{}), GateAfter: 3, Gone: gone},
+		llmtest.Turn{Text: "answer to the interrupt"},
+	)
 	c := h.create("tell me a long story")
 	evs := h.subscribe(c.ID)
-	// Wait until some deltas were published, so there is partial output.
-	deadline := time.After(5 * time.Second)
-wait:
-	for {
+	h.start(nil)
+	// Wait until everything before the gate was streamed, so the partial
+	// output is known.
+	const partial = "partial words th"
+	var streamed string
+	deadline := time.After(10 * time.Second)
+	for streamed != partial {
 		select {
 		case ev := <-evs:
 			if ev.Kind == events.KindPart {
-				break wait
+				for _, d := range ev.Parts.Deltas {
+					streamed += d.Text
+				}
+				if !strings.HasPrefix(partial, streamed) {
+					t.Fatalf("streamed %q past the gate, want %q", streamed, partial)
+				}
 			}
 		case <-deadline:
-			t.Fatal("no part event")
+			t.Fatalf("streamed %q, want %q", streamed, partial)
 		}
 	}
-	start := time.Now()
 	raw, _ := json.Marshal("stop, answer this instead")
 	if _, err := h.svc.PostMessage(context.Background(), owner, c.ID, raw, chat.BusyInterrupt); err != nil {
 		t.Fatal(err)
 	}
-	// The held stream ends when the provider call is cancelled: the next
-	// request reaches the fake once the interrupt is handled.
-	h.waitRequests(2)
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("interrupt took %v", d)
-	}
+	// Only a cancellation ends the held call: the fake saw its client go.
+	await(t, gone, "the interrupted model call to be cancelled")
 	h.waitStatus(c.ID, chat.Waiting)
-	msgs := h.history(c.ID)
-	if len(msgs) < 4 || msgs[1].Role != chat.RoleAssistant || !strings.HasPrefix(msgs[1].Parts[0].Text, "partial") {
-		t.Fatalf("partial output not persisted: %+v", msgs)
+
+	var got []string
+	for _, m := range h.history(c.ID) {
+		if len(m.Parts) != 1 || m.Parts[0].Type != chat.PartText {
+			t.Fatalf("message %d: %+v", m.ID, m.Parts)
+		}
+		got = append(got, fmt.Sprintf("%s:%s", m.Role, m.Parts[0].Text))
 	}
-	if msgs[2].Role != chat.RoleUser || msgs[2].Parts[0].Text != "stop, answer this instead" {
-		t.Fatalf("interrupting message not promoted: %+v", msgs[2])
+	wantMessages(t, "history", got,
+		"user:tell me a long story",
+		"assistant:"+partial,
+		"user:stop, answer this instead",
+		"assistant:answer to the interrupt",
+	)
+	reqs := h.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
 	}
+	wantMessages(t, "the model call after the interrupt", wireMessages(t, reqs[1]),
+		"user:tell me a long story", "assistant:"+partial, "user:stop, answer this instead")
 }
 
 func TestShutdownHandsTheChatBack(t *testing.T) {

@@ -14,12 +14,13 @@ import (
 
 // TestWorkerThatLostItsLeaseWritesNothing: worker A stops renewing (its
 // heartbeat never fires), its lease expires, worker B recovers the chat and
-// answers it; when A's slow model call finally returns, A's fenced write
-// fails and its answer is nowhere in the history.
+// answers it; when A's model call, held on a gate until then, returns, A's
+// fenced write fails and its answer is nowhere in the history.
 func TestWorkerThatLostItsLeaseWritesNothing(t *testing.T) {
 	h := newHarness(t)
+	startedA, gateA := make(chan struct{}), make(chan struct{})
 	h.fake.Push(
-		llmtest.Turn{Text: "stale answer from A", FirstChunkDelay: 1500 * time.Millisecond},
+		llmtest.Turn{Text: "stale answer from A", Started: startedA, Gate: gateA},
 		llmtest.Turn{Text: "fresh answer from B"},
 	)
 	a := h.cfg
@@ -31,7 +32,7 @@ func TestWorkerThatLostItsLeaseWritesNothing(t *testing.T) {
 	if running.WorkerID != "worker-a" {
 		t.Fatalf("acquired by %q", running.WorkerID)
 	}
-	h.waitRequests(1)
+	await(t, startedA, "worker A's model call")
 
 	b := h.cfg
 	b.WorkerID = "worker-b"
@@ -39,7 +40,8 @@ func TestWorkerThatLostItsLeaseWritesNothing(t *testing.T) {
 	h.waitRequests(2)
 	h.waitStatus(c.ID, chat.Waiting)
 
-	// A's call returns and its fenced write is refused.
+	// Only now A's call returns, and its fenced write is refused.
+	close(gateA)
 	h.waitLog("lease lost", "worker-a")
 	for _, m := range h.history(c.ID) {
 		for _, p := range m.Parts {

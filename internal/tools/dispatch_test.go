@@ -376,34 +376,52 @@ func TestRunBoundedPool(t *testing.T) {
 	}
 }
 
-// TestRunCancelled: when the step's context ends, the calls answer
-// "cancelled" and no source is blamed.
+// TestRunCancelled: when the step's context ends while a source's batch
+// and a Tool are both running, each call answers "cancelled", in call
+// order, and no source is blamed.
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	inside := newBarrier(2)
+	inside := newBarrier(2) // the batch and the Tool call are both running
+	var missed atomic.Int32
 	src := newFakeSource("a", "a_one")
 	src.invoke = func(ctx context.Context, calls []tool.Call) ([]tool.Result, error) {
-		inside.arrive()
+		if !inside.arrive() {
+			missed.Add(1)
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
 	waits := echoTool("waits", func(ctx context.Context) error {
-		inside.arrive()
+		if !inside.arrive() {
+			missed.Add(1)
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	})
 	d := NewDispatcher(newRegistry(t, []tool.Tool{waits}, src), Options{}, discard())
 	go func() {
-		<-inside.done
+		select { // cancel once both run, or at the deadline so a broken dispatcher fails instead of hanging
+		case <-inside.done:
+		case <-time.After(deadline):
+		}
 		cancel()
 	}()
 	out := d.Run(ctx, Step{Calls: []chat.ToolCall{call("c1", "a_one", 1), call("c2", "waits", 2)}})
+	if missed.Load() != 0 {
+		t.Fatal("the batch and the Tool call never ran at the same time")
+	}
 	if len(out.Failures) != 0 {
 		t.Fatalf("a cancelled step blamed a source: %v", out.Failures)
 	}
+	if len(out.Pending) != 0 {
+		t.Fatalf("a cancelled step left calls pending: %v", out.Pending)
+	}
+	if ids := resultIDs(out.Results); !slices.Equal(ids, []string{"c1", "c2"}) {
+		t.Fatalf("results for %v, want c1 and c2 in call order", ids)
+	}
 	for _, p := range out.Results {
-		if msg := errorText(t, p); !strings.Contains(msg, "cancelled") {
-			t.Errorf("%s: %q", p.ToolCallID, msg)
+		if msg := errorText(t, p); msg != "cancelled: context canceled" {
+			t.Errorf("%s: %q, want %q", p.ToolCallID, msg, "cancelled: context canceled")
 		}
 	}
 }

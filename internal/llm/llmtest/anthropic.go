@@ -32,6 +32,8 @@ import (
 // CutAfter alone drops the connection after that many events, with no
 // terminating chunk. FirstChunkDelay holds back the first event (after the
 // 200 headers; before an error answer), ending early if the client goes away.
+// Gate holds the turn back until the test closes it, and Started and Gone
+// tell the test when the turn began and when its client left (see Turn).
 //
 // Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 invalid_request_error: a tool_use block
@@ -80,6 +82,9 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		logged.Rejected = bad.message
 	}
 	turn, ok := f.next(logged)
+	if ok {
+		turn.begin()
+	}
 	switch {
 	case !authorized:
 		anthropicError(w, http.StatusUnauthorized, "x-api-key header is required", 0)
@@ -99,9 +104,11 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := turn.failed()
 	if failed && turn.CutAfter == 0 {
-		if waitFor(r, turn.FirstChunkDelay) {
-			anthropicError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
+		if !waitFor(r, turn.FirstChunkDelay) || !turn.waitGate(r) {
+			turn.away()
+			return
 		}
+		anthropicError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
 		return
 	}
 	var req struct {
@@ -111,9 +118,16 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 
 	flusher, ok := startStream(w, r, turn.FirstChunkDelay)
 	if !ok {
+		turn.away()
 		return
 	}
-	for i, ev := range anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n)) {
+	evs := anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n))
+	gate := turn.gateAt(len(evs))
+	for i, ev := range evs {
+		if i == gate && !turn.waitGate(r) {
+			turn.away()
+			return
+		}
 		if turn.CutAfter > 0 && i == turn.CutAfter {
 			if failed {
 				fmt.Fprintf(w, "event: error\ndata: %s\n\n", anthropicErrorBody(turn.Status, turn.ErrorMessage))

@@ -27,7 +27,9 @@ import (
 // data: {"error":{...}} event, and the stream ends. CutAfter alone drops the
 // connection after that many events, with no terminating chunk.
 // FirstChunkDelay holds back the first event (after the 200 headers; before
-// an error answer), ending early if the client goes away.
+// an error answer), ending early if the client goes away. Gate holds the
+// turn back until the test closes it, and Started and Gone tell the test
+// when the turn began and when its client left (see Turn).
 //
 // Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 and the param at fault: an assistant

@@ -90,6 +90,9 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		logged.Rejected = bad.message
 	}
 	turn, ok := f.next(logged)
+	if ok {
+		turn.begin()
+	}
 	switch {
 	case !authorized:
 		openaiError(w, http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 0)
@@ -109,22 +112,33 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	failed := turn.failed()
 	if failed && turn.CutAfter == 0 {
-		if waitFor(r, turn.FirstChunkDelay) {
-			openaiError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
+		if !waitFor(r, turn.FirstChunkDelay) || !turn.waitGate(r) {
+			turn.away()
+			return
 		}
+		openaiError(w, turn.Status, turn.ErrorMessage, turn.RetryAfter)
 		return
 	}
 
 	flusher, ok := startStream(w, r, turn.FirstChunkDelay)
 	if !ok {
+		turn.away()
 		return
 	}
-	for i, ev := range f.events(turn, req, n) {
+	evs := f.events(turn, req, n)
+	gate := turn.gateAt(len(evs))
+	for i, ev := range evs {
+		if i == gate && !turn.waitGate(r) {
+			turn.away()
+			return
+		}
 		if turn.HoldAfter > 0 && i == turn.HoldAfter {
 			<-r.Context().Done()
+			turn.away()
 			return
 		}
 		if i > 0 && !waitFor(r, turn.ChunkDelay) {
+			turn.away()
 			return
 		}
 		if turn.CutAfter > 0 && i == turn.CutAfter {

@@ -30,6 +30,8 @@ import (
 // CutAfter alone drops the connection after that many events, with no
 // terminating chunk. FirstChunkDelay holds back the first event (after the
 // 200 headers; before an error answer), ending early if the client goes away.
+// Gate holds the turn back until the test closes it, and Started and Gone
+// tell the test when the turn began and when its client left (see Turn).
 //
 // Input whose tool calls and outputs do not pair up is refused as the API
 // refuses it, with HTTP 400 and param "input": "No tool call found for

@@ -38,6 +38,61 @@ type Turn struct {
 	// robin (every call started first) instead of one call after another,
 	// where the wire format allows it (OpenAI's); other fakes ignore it.
 	Interleave bool
+
+	// Started, when not nil, is closed as the fake begins serving the
+	// turn, so a test knows the model call is in progress; give each turn
+	// its own channel.
+	Started chan<- struct{}
+	// Gate, when not nil, holds the turn back until the test closes it or
+	// the client goes away: the fake sends the 200 headers and the first
+	// GateAfter events (0: none; past the end of the stream, all but the
+	// last) and waits; an error answer without CutAfter waits before it is
+	// sent. Tests use it instead of a delay, so what they do while a call
+	// is in progress never races its end.
+	Gate      <-chan struct{}
+	GateAfter int
+	// Gone, when not nil, is closed if the client went away while the
+	// fake held the turn back (Gate, HoldAfter or a delay): the client
+	// cancelled the call. Give each turn its own channel.
+	Gone chan<- struct{}
+}
+
+// begin tells the test, through Started, that the turn is being served.
+func (t Turn) begin() {
+	if t.Started != nil {
+		close(t.Started)
+	}
+}
+
+// away tells the test, through Gone, that the client went away while the
+// turn was held back.
+func (t Turn) away() {
+	if t.Gone != nil {
+		close(t.Gone)
+	}
+}
+
+// gateAt is the index of the event the turn's Gate holds back in a stream
+// of n events, or -1 when it has no gate.
+func (t Turn) gateAt(n int) int {
+	if t.Gate == nil {
+		return -1
+	}
+	return min(max(t.GateAfter, 0), n-1)
+}
+
+// waitGate waits until the turn's Gate (if any) is closed, or the client
+// goes away; it reports whether the client is still there.
+func (t Turn) waitGate(r *http.Request) bool {
+	if t.Gate == nil {
+		return true
+	}
+	select {
+	case <-t.Gate:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // failed reports whether the turn answers with an error.
