@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,6 +32,9 @@ type server struct {
 	st  store.Store
 	ps  pubsub.PubSub
 	cfg *config.Config
+	// live: an engine answers with a fake provider, which would be asked
+	// for titles too (createChat).
+	live bool
 }
 
 // setup adjusts a test server before it starts.
@@ -171,9 +175,19 @@ func (r response) expectError(t *testing.T, status int, code string) apiErr {
 	return e
 }
 
-// createChat creates a chat for the token's owner and returns it.
+// createChat creates a chat for the token's owner and returns it. On a live
+// server, a chat created without a message or a title gets the title "test
+// chat": else its first message would title it, and the title's model call
+// would take one of the fake's scripted turns.
 func (s *server) createChat(token string, body map[string]any) chat.Chat {
 	s.t.Helper()
+	if s.live && body["title"] == nil && body["message"] == nil {
+		body = maps.Clone(body)
+		if body == nil {
+			body = map[string]any{}
+		}
+		body["title"] = "test chat"
+	}
 	var c chat.Chat
 	s.do("POST", "/api/v1/chats", token, body).expect(s.t, http.StatusCreated, &c)
 	return c

@@ -37,6 +37,7 @@ func liveConfig(fakeURL string) *config.Config {
 func newLive(t *testing.T, fake *llmtest.OpenAIChat, opts ...func(*setup)) *server {
 	t.Helper()
 	s := newSQLite(t, append([]func(*setup){func(su *setup) { su.cfg = liveConfig(fake.URL) }}, opts...)...)
+	s.live = true
 	runEngine(t, s)
 	return s
 }
@@ -267,5 +268,7 @@ func newLivePostgres(t *testing.T, dsn, channel string, fake *llmtest.OpenAIChat
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, ps := pgtest.Replica(t, dsn, channel, log)
-	return start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
+	s := start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
+	s.live = true
+	return s
 }

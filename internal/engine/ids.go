@@ -31,7 +31,11 @@ func (e *Engine) nextMessageID(ctx context.Context, after int64) (int64, error) 
 		b.ids = b.ids[1:]
 	}
 	if len(b.ids) == 0 {
-		ids, err := e.st.ReserveMessageIDs(ctx, idBlockSize)
+		var ids []int64
+		err := untilAvailable(ctx, e.log, func(ctx context.Context) (err error) {
+			ids, err = e.st.ReserveMessageIDs(ctx, idBlockSize)
+			return err
+		})
 		if err != nil {
 			return 0, err
 		}

@@ -165,7 +165,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	}
 	switch {
 	case ctx.Err() != nil:
-		return true, r.cutShort(ctx, nil, results)
+		return true, r.cutShort(ctx, nil, results, out.Pending...)
 	case len(out.Failures) > 0:
 		f := out.Failures[0]
 		r.fail(&chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, reasonStepFailed, results)
@@ -217,13 +217,17 @@ func usageOf(msgs ...*chat.Message) chat.Usage {
 // interrupt keeps the partial answer, writes the results of tools that ran,
 // cancels the open calls and promotes queued messages; a shutdown writes the
 // results and hands the chat back (the next worker makes the model call
-// again, so a partial answer is dropped); a lost lease writes nothing.
-func (r *run) cutShort(ctx context.Context, partial, results *chat.Message) error {
+// again, so a partial answer is dropped), or, when the step's client calls
+// (pending) are still to be answered, leaves the chat waiting for them as
+// the step would have; a lost lease writes nothing.
+func (r *run) cutShort(ctx context.Context, partial, results *chat.Message, pending ...chat.ToolCall) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errLeaseLost):
 		return store.ErrLeaseLost
 	case errors.Is(cause, errInterrupted):
 		return r.finishInterrupted(partial, results)
+	case len(pending) > 0:
+		return r.requireAction(pending, results)
 	default:
 		return r.handBack(results)
 	}
@@ -266,7 +270,12 @@ func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
 	if first != nil && len(first) < firstPage {
 		return first, nil
 	}
-	return readOn(ctx, r.e.st, r.chat.ID, first)
+	var msgs []chat.Message
+	err := untilAvailable(ctx, r.log, func(ctx context.Context) (err error) {
+		msgs, err = readOn(ctx, r.e.st, r.chat.ID, first)
+		return err
+	})
+	return msgs, err
 }
 
 // readOn appends to msgs, the start of a chat's history (none: nil), the

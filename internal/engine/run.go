@@ -165,18 +165,28 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	pause := 10 * time.Millisecond
-	for {
-		err := events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
+	return untilAvailable(ctx, r.log, func(ctx context.Context) error {
+		return events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
 			if err := tx.Fence(ctx, r.lease); err != nil {
 				return err
 			}
 			return fn(ctx, tx, n)
 		})
+	})
+}
+
+// untilAvailable runs op, and again after a growing pause while it fails
+// with store.ErrUnavailable (a lost connection, a restart), until ctx ends.
+// What a run reads or writes goes through it, so a passing database
+// failure delays a run instead of ending it in error.
+func untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.Context) error) error {
+	pause := 10 * time.Millisecond
+	for {
+		err := op(ctx)
 		if !errors.Is(err, store.ErrUnavailable) {
 			return err
 		}
-		r.log.Warn("database unavailable; trying the write again", "err", err, "pause", pause)
+		log.Warn("database unavailable; trying again", "err", err, "pause", pause)
 		select {
 		case <-ctx.Done():
 			return err

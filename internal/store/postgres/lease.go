@@ -33,7 +33,7 @@ func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Dura
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `UPDATE chats
+	rows, err := s.q.Query(ctx, `UPDATE chats
 		SET status = `+acquireTo+`, worker_id = $1, lease_generation = lease_generation + 1,
 			lease_expires_at = now() + $2::bigint * interval '1 microsecond', version = version + 1, updated_at = now()
 		WHERE id IN (SELECT id FROM chats WHERE status = `+acquireFrom+`
@@ -66,7 +66,7 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 		return false, fmt.Errorf("renew lease: %w", err)
 	}
 	var interrupt bool
-	err := s.pool.QueryRow(ctx, `UPDATE chats SET lease_expires_at = now() + $4::bigint * interval '1 microsecond'
+	err := s.q.QueryRow(ctx, `UPDATE chats SET lease_expires_at = now() + $4::bigint * interval '1 microsecond'
 		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND lease_generation = $3
 		RETURNING interrupt_requested`,
 		l.ChatID, l.WorkerID, l.Generation, ttl.Microseconds()).Scan(&interrupt)
@@ -86,7 +86,7 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // replica recovered meanwhile no longer matches, so each chat is recovered
 // once.
 func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE chats
+	rows, err := s.q.Query(ctx, `UPDATE chats
 		SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + 1,
 			version = version + 1, updated_at = now()
 		WHERE id IN (SELECT id FROM chats WHERE status = `+recoverFrom+` AND lease_expires_at < now()
@@ -152,7 +152,7 @@ func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {
 	if err := dbutil.CheckReserve(n); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, $1)`, n)
+	rows, err := s.q.Query(ctx, `SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, $1)`, n)
 	if err != nil {
 		return nil, fmt.Errorf("reserve message ids: %w", err)
 	}

@@ -32,6 +32,7 @@ const maxAttempts = 5
 type Store struct {
 	reader
 	pool *pgxpool.Pool
+	q    querier // the pool, its connection failures reported as store.ErrUnavailable
 }
 
 var _ store.Store = (*Store)(nil)
@@ -48,7 +49,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres %s: %w", cfg.ConnConfig.Host, err)
 	}
-	s := &Store{reader: reader{q: unavailableMapper{pool}}, pool: pool}
+	s := &Store{reader: reader{q: unavailableMapper{pool}}, pool: pool, q: unavailableMapper{pool}}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

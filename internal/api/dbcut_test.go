@@ -1,0 +1,131 @@
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/llm/catalog"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
+)
+
+// TestChatsSurviveCutDatabaseConnections: while chats run (a tool call,
+// then an answer), every PostgreSQL connection of the server is cut every
+// 150 ms for 3 s, as a flapping network or a restart would. Writes hit by
+// a cut are tried again on fresh connections: every chat ends answered,
+// none in error, every call has its result; a request hit by a cut answers
+// 503 with the error body, never 500.
+func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
+	fake := llmtest.NewOpenAIChat(t)
+	const chats = 30
+	for i := range chats {
+		fake.Push(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: fmt.Sprint("call_", i), Name: "lookup", Args: `{}`}}},
+			llmtest.Turn{Text: "answered"},
+		)
+	}
+	for range chats { // spare answers, for model calls a lost lease makes again
+		fake.Push(llmtest.Turn{Text: "answered"})
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
+	st, ps := pgtest.Replica(t, dsn, channel, log)
+	s := start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
+	s.live = true
+	models, err := catalog.New(s.cfg, func(string) string { return "test-key" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wake-ups sent while the listener reconnects are lost: the poll
+	// backs them up, as in production.
+	e := engine.New(engine.Config{Concurrency: 8, LeaseTTL: 5 * time.Second, Heartbeat: 500 * time.Millisecond,
+		PollInterval: 200 * time.Millisecond, MaxSteps: 5,
+		Retry: llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}}, st, ps, models, nil, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	engineDone := make(chan struct{})
+	go func() { defer close(engineDone); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-engineDone })
+	tok := s.token("alice")
+
+	stop := make(chan struct{})
+	var cuts sync.WaitGroup
+	cuts.Add(1)
+	go func() {
+		defer cuts.Done()
+		tick := time.NewTicker(150 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				pgtest.TerminateBackends(t, dsn)
+			}
+		}
+	}()
+	// Chats are created all through the cuts; a creation the cut refused
+	// (503) is sent again, as a client would.
+	var ids []string
+	unavailable := 0
+	for i := 0; len(ids) < chats; i++ {
+		if i > 50*chats {
+			t.Fatalf("only %d of %d chats created", len(ids), chats)
+		}
+		r := s.do("POST", "/api/v1/chats", tok, map[string]any{"title": "cut", "message": "look it up"})
+		switch r.status {
+		case http.StatusCreated:
+			var c chat.Chat
+			r.expect(t, http.StatusCreated, &c)
+			ids = append(ids, c.ID)
+		case http.StatusServiceUnavailable:
+			var e apiErr
+			r.expect(t, http.StatusServiceUnavailable, &e)
+			if e.Error.Code != "unavailable" {
+				t.Fatalf("503 with %s", r.body)
+			}
+			unavailable++
+		default:
+			t.Fatalf("create chat during the cuts: status %d, body %s", r.status, r.body)
+		}
+		time.Sleep(100 * time.Millisecond) // pace the creations over the cuts
+	}
+	close(stop)
+	cuts.Wait()
+	t.Logf("%d creations answered 503", unavailable)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			c, err := st.GetChat(context.Background(), id)
+			if errors.Is(err, store.ErrUnavailable) {
+				continue // a connection the last cut ended
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Status == chat.Error {
+				t.Fatalf("chat %s ended in error: %+v", id, c.LastError)
+			}
+			if c.Status == chat.Waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("chat %s is still %s", id, c.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
