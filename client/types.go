@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Chat statuses (DESIGN.md section 2).
+// Chat statuses (the state machine of docs/architecture.md).
 const (
 	StatusWaiting        = "waiting"
 	StatusPending        = "pending"

@@ -139,7 +139,7 @@ func (st *chatSSE) untilStatus(want ...chat.Status) []sseEv {
 	})
 }
 
-// The data of each chat stream event (DESIGN.md section 6).
+// The data of each chat stream event (docs/api.md, "Events").
 type (
 	statusData struct {
 		Status chat.Status `json:"status"`

@@ -126,7 +126,7 @@ func SyntheticResults(calls []ToolCall, reason string) []Part {
 
 // PendingDynamicCalls returns the calls a requires_action chat waits for:
 // the unresolved calls of its last assistant message whose tool is one of
-// the chat's dynamic tools (DESIGN.md section 5, rule 2).
+// the chat's dynamic tools.
 func PendingDynamicCalls(history []Message, dynamic []DynamicTool) []ToolCall {
 	var out []ToolCall
 	for _, c := range UnresolvedCalls(history) {

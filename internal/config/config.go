@@ -80,7 +80,7 @@ type HTTPFetch struct {
 	AllowHosts   []string `yaml:"allow_hosts"`   // host names, IPs or CIDR ranges allowed even if private
 }
 
-// Engine tunes the workers that run chats (DESIGN.md section 2).
+// Engine tunes the workers that run chats (docs/configuration.md).
 type Engine struct {
 	Concurrency  int      `yaml:"concurrency"`   // chats one process runs at once
 	LeaseTTL     Duration `yaml:"lease_ttl"`     // a lease not renewed for this long is recovered

@@ -153,7 +153,7 @@ func TestMixedStepOneBatchPerSourceConcurrentResultsInCallOrder(t *testing.T) {
 	}
 }
 
-// sourceFailure checks DESIGN.md section 3 rule 4 for a source A that fails
+// sourceFailure checks what a source-level failure does, for a source A that fails
 // with fail (an error, or a panic).
 func sourceFailure(t *testing.T, fail func() error, wantInError string) {
 	fake := llmtest.NewOpenAIChat(t)

@@ -1,7 +1,7 @@
 // Package engine runs chats: workers acquire pending chats from the store
 // under a lease, run the model-and-tools loop step by step, and let go when
-// the chat is idle, needs the client's tool results, or fails (DESIGN.md
-// sections 2 and 3). Every write a worker makes is fenced by its lease, so a
+// the chat is idle, needs the client's tool results, or fails
+// (docs/architecture.md). Every write a worker makes is fenced by its lease, so a
 // worker that lost its chat writes nothing more; any replica recovers a chat
 // whose worker died.
 package engine

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/invariant"
 )
 
 // failingStore fails chosen transactions of the engine (InTx calls, counted
@@ -420,5 +421,34 @@ func TestChatWhoseWorkersKeepDyingEndsInError(t *testing.T) {
 	}
 	if failed.LeaseRecoveries != 0 {
 		t.Fatalf("LeaseRecoveries %d after the run let go, want 0", failed.LeaseRecoveries)
+	}
+}
+
+// A shutdown during a step that has both a running server tool and a
+// client call leaves the chat waiting for the client (requires_action),
+// the server results written, not pending with the client's call open.
+func TestShutdownWithAClientCallWaitsForTheClient(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}, {ID: "w1", Name: "get_weather", Args: `{}`}, {ID: "c2", Name: "slow", Args: `{}`}}},
+		llmtest.Turn{Text: "done by the second engine"},
+	)
+	entered := make(chan struct{})
+	stop := h.start(gatedTools(t, entered, make(chan struct{})))
+	dyn := chat.DynamicTool{Name: "get_weather", Description: "weather", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	c := h.create("x", dyn)
+	await(t, entered, "slow")
+	stop()
+	c = h.waitStatus(c.ID, chat.RequiresAction)
+	if err := chat.CheckHistory(c.Status, h.history(c.ID), invariant.WaitsForClient(c)); err != nil {
+		t.Fatalf("after shutdown: %v", err)
+	}
+	h.start(gatedTools(t, make(chan struct{}), nil))
+	if _, err := h.svc.SubmitToolResults(context.Background(), owner, c.ID, []service.ToolResult{{ToolCallID: "w1", Output: json.RawMessage(`"sunny"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	if r := resultOf(t, h.history(c.ID), "w1"); r.IsError || string(r.Output) != `"sunny"` {
+		t.Fatalf("the client's result %+v", r)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// Chat stream event kinds (GET /api/v1/chats/{id}/stream, DESIGN.md section 6).
+// Chat stream event kinds (GET /api/v1/chats/{id}/stream, docs/api.md).
 const (
 	KindStatus  = "status"
 	KindMessage = "message"

@@ -20,7 +20,7 @@ type ToolResult struct {
 }
 
 // ToolResultsError refuses a submission whose ids do not match the pending
-// calls exactly (DESIGN.md section 5, rule 3).
+// calls exactly.
 type ToolResultsError struct {
 	Missing   []string // pending calls without a result
 	Unknown   []string // ids that are not pending calls

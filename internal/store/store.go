@@ -37,7 +37,7 @@ var (
 )
 
 // Lease is a worker's hold on a running chat. Every write the worker makes
-// for the chat is fenced by it (DESIGN.md section 2): same worker id and
+// for the chat is fenced by it: same worker id and
 // same generation, which AcquireChats increments each time.
 type Lease struct {
 	ChatID     string

@@ -112,7 +112,7 @@ type batch struct {
 	err    *SourceError
 }
 
-// Run dispatches one step's calls (DESIGN.md section 3, rules 3 and 4). It
+// Run dispatches one step's calls (docs/architecture.md, "How a chat runs"). It
 // refreshes the sources' tool lists first. An unknown tool name, or arguments
 // that are not JSON or fail the tool's schema, get an error result and are not
 // run; this holds for dynamic tools too, so the client only sees valid

@@ -1,6 +1,6 @@
 // Package tools holds parley's server-side tools: the Registry of single Tools
 // and Sources, and the Dispatcher that runs the tool calls of one model step
-// (DESIGN.md section 3).
+// (docs/architecture.md, "How a chat runs").
 package tools
 
 import (

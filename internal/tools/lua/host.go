@@ -14,7 +14,7 @@ import (
 // maxSleep bounds one sleep; a call's time limit ends it sooner anyway.
 const maxSleep = 24 * time.Hour
 
-// openHost installs the host API as globals (DESIGN.md section 8): tool{},
+// openHost installs the host API as globals (docs/lua-tools.md): tool{},
 // sleep, now, print, and the read-only modules json, http and log.
 func (r *runner) openHost() {
 	L := r.L

@@ -1,4 +1,4 @@
-// Package lua is the Lua tool source (DESIGN.md section 8): scripts declare
+// Package lua is the Lua tool source (docs/lua-tools.md): scripts declare
 // tools with tool{...}, and every call of a model step runs as a coroutine
 // in one long-lived Lua state per source, owned by one goroutine, the
 // source's event loop. Host functions that wait (sleep, http.request) wait in
