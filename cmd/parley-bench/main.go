@@ -55,6 +55,11 @@ type options struct {
 	dispatchSteps int
 	luaRounds     int
 	skip          map[string]bool // groups not to run
+
+	historySizes []int // prior messages of the history rows' chats
+	historyChats int
+	historySteps int
+	historyPosts int
 }
 
 // Groups of rows that -skip can leave out.
@@ -64,9 +69,10 @@ const (
 	groupCycle    = "cycle"    // resume latency and full cycles/s
 	groupDispatch = "dispatch" // dispatcher overhead
 	groupLua      = "lua"      // the Lua source
+	groupHistory  = "history"  // step and POST /tool-results cost by history length
 )
 
-var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua}
+var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupHistory}
 
 // parseSkip reads -skip: a comma-separated list of groups.
 func parseSkip(list string) (map[string]bool, error) {
@@ -113,12 +119,19 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.DurationVar(&o.cycleDuration, "cycle-duration", 3*time.Second, "how long the concurrent clients start new cycles")
 	fs.IntVar(&o.dispatchSteps, "dispatch-steps", 200, "dispatcher steps of 100 calls timed, and Lua batches of 100 instant calls")
 	fs.IntVar(&o.luaRounds, "lua-rounds", 5, "Lua batches of 1,000 sleeps, and Lua-and-Go steps, timed")
+	sizes := fs.String("history-sizes", "10,1000,10000", "comma-separated prior message `counts` of the history rows' chats; the last is compared with the first")
+	fs.IntVar(&o.historyChats, "history-chats", 5, "chats per history size")
+	fs.IntVar(&o.historySteps, "history-steps", 21, "model calls per history run: steps-1 calls of a server-side tool, then a text")
+	fs.IntVar(&o.historyPosts, "history-posts", 20, "POST /tool-results timed per history chat, after one for warm-up")
 	skip := fs.String("skip", "", "comma-separated `groups` not to run: "+strings.Join(groups, ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	var err error
 	if o.skip, err = parseSkip(*skip); err != nil {
+		return o, err
+	}
+	if o.historySizes, err = parseSizes(*sizes); err != nil {
 		return o, err
 	}
 	switch {
@@ -128,6 +141,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
 	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1:
 		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps and -lua-rounds must be at least 1")
+	case o.historyChats < 1 || o.historySteps < 2 || o.historyPosts < 1:
+		return o, fmt.Errorf("-history-chats and -history-posts must be at least 1, -history-steps at least 2")
 	case o.rawDuration <= 0 || o.interval <= 0 || o.cycleDuration <= 0:
 		return o, fmt.Errorf("-raw-duration, -delta-interval and -cycle-duration must be positive")
 	case o.oneReplica != "sqlite" && o.oneReplica != "postgres":
@@ -176,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	b.sqlite(ctx)
 	if o.postgres != "" {
 		b.postgresRows(ctx)
-	} else if b.runs(groupLoop) || b.runs(groupStream) || b.runs(groupCycle) {
+	} else if b.runs(groupLoop) || b.runs(groupStream) || b.runs(groupCycle) || b.runs(groupHistory) {
 		b.t.note("PostgreSQL rows skipped: no DSN (set -postgres, PARLEY_BENCH_POSTGRES or PARLEY_TEST_POSTGRES).")
 	}
 	if w, e := logs.counts(); w+e > 0 {
@@ -230,6 +245,8 @@ func (b *bench) header(w io.Writer) {
 		o.resumeSamples, cycleWarmup, o.cycleClients, o.cycleDuration)
 	fmt.Fprintf(w, "tools: %d dispatcher steps (after %d for warm-up); Lua: %d rounds, %d batches of instant calls\n",
 		o.dispatchSteps, dispatchWarmup, o.luaRounds, o.dispatchSteps)
+	fmt.Fprintf(w, "history: %d chats each of %s prior messages per database; runs of %s at engine concurrency 1; %d POST /tool-results per chat (after 1 for warm-up)\n",
+		o.historyChats, sizeList(o.historySizes), plural(o.historySteps, "step"), o.historyPosts)
 	var skipped []string
 	for _, g := range groups {
 		if o.skip[g] {

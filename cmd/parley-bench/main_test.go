@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // small are flags that make a whole run take a few seconds.
 var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-raw-duration", "100ms",
 	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms",
-	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1"}
+	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1",
+	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
 // the table has every SQLite row with a measured value.
@@ -35,6 +39,13 @@ func TestRunSQLite(t *testing.T) {
 		"| Lua: one batch of 1,000 calls that each sleep(0.05), median of 1",
 		"| Lua: dispatch per call, batches of 100 calls that return at once, median of 3",
 		"| Lua: a step with a Lua and a Go source taking 100ms each, median of 1",
+		"| parley's time per step, model call excluded, after a run's first, SQLite, 10 prior messages (2 runs × 2 steps): median",
+		"| parley's time per step, model call excluded, after a run's first, SQLite, 1,000 prior messages (2 runs × 2 steps): median",
+		"| parley's time per step after a run's first, SQLite: 1,000 vs 10 prior messages, medians",
+		"| POST /tool-results, SQLite, 10 prior messages (2 chats × 2): median",
+		"| POST /tool-results, SQLite, 1,000 prior messages (2 chats × 2): median",
+		"| POST /tool-results, SQLite: 1,000 vs 10 prior messages, medians",
+		"SQLite: a run's first step, from the chat's acquisition to its first model call",
 		"PostgreSQL rows skipped",
 		"machine: ",
 	} {
@@ -69,6 +80,8 @@ func TestRunPostgres(t *testing.T) {
 		"| delta → SSE client, 2 replicas, PostgreSQL, 5 streams: p99",
 		"| resume: POST /tool-results → next model request, PostgreSQL, 2 replicas, POST on B, engine on A (5 sequential cycles): p99",
 		"| full cycles/s through the HTTP API, PostgreSQL, 2 replicas, POST on B, engine on A, 2 clients",
+		"| parley's time per step after a run's first, PostgreSQL: 1,000 vs 10 prior messages, medians",
+		"| POST /tool-results, PostgreSQL: 1,000 vs 10 prior messages, medians",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("no %q in the output:\n%s", want, table)
@@ -84,21 +97,62 @@ func TestRunPostgres(t *testing.T) {
 // database is opened.
 func TestSkip(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"-skip", "loop, stream,cycle,lua", "-dispatch-steps", "2"}
+	args := []string{"-skip", "loop, stream,cycle,lua,history", "-dispatch-steps", "2"}
 	if code := run(args, &out, &errOut, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
 	}
 	table := out.String()
-	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua") {
+	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, history") {
 		t.Errorf("no dispatch row, or no skipped line:\n%s", table)
 	}
-	for _, not := range []string{"SQLite", "| Lua", "| resume", "| delta"} {
+	for _, not := range []string{"SQLite", "| Lua", "| resume", "| delta", "prior messages ("} {
 		if strings.Contains(table, not) {
 			t.Errorf("%q in the output of a run that skips it:\n%s", not, table)
 		}
 	}
 	if _, err := parseFlags([]string{"-skip", "loop,bogus"}, &errOut, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
 		t.Errorf("-skip bogus: err = %v, want one naming the group", err)
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("10, 1_000,10000")
+	if err != nil || !slices.Equal(got, []int{10, 1000, 10000}) {
+		t.Errorf("parseSizes = %v, %v", got, err)
+	}
+	for _, bad := range []string{"10", "10,x", "0,10", "10,,100"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("parseSizes(%q) accepted it", bad)
+		}
+	}
+}
+
+// TestHistoryMessage: a generated history alternates user and assistant
+// turns, answers every call it makes, and never ends on an open call.
+func TestHistoryMessage(t *testing.T) {
+	for _, n := range []int{1, 9, 10, 11, 12, 100, 1000} {
+		msgs := make([]chat.Message, n)
+		for i := range n {
+			msgs[i] = historyMessage("c", i, n)
+		}
+		if open := chat.UnresolvedCalls(msgs); len(open) > 0 {
+			t.Errorf("%d messages: open calls %v", n, open)
+		}
+		if msgs[0].Role != chat.RoleUser {
+			t.Errorf("%d messages: the first is %s", n, msgs[0].Role)
+		}
+		calls := 0
+		for i, m := range msgs {
+			if i > 0 && m.Role == msgs[i-1].Role {
+				t.Fatalf("%d messages: %d and %d are both %s", n, i-1, i, m.Role)
+			}
+			if m.Role == chat.RoleTool {
+				calls++
+			}
+		}
+		if n >= 12 && calls != n/12 {
+			t.Errorf("%d messages: %d tool results, want %d", n, calls, n/12)
+		}
 	}
 }
 

@@ -43,8 +43,15 @@ func (p instant) Stream(_ context.Context, req llm.Request, emit func(llm.Event)
 			done++
 		}
 	}
-	usage := llm.Usage{InputTokens: int64(len(req.Messages)), OutputTokens: 1}
-	if done < p.steps-1 {
+	return answerStep(done, p.steps, len(req.Messages), emit)
+}
+
+// answerStep answers the model call after done calls of a run of n calls:
+// a call of the server-side tool noop while the run has more to make, else
+// a text; inputs is the request's message count, reported as its usage.
+func answerStep(done, n, inputs int, emit func(llm.Event) error) (llm.Result, error) {
+	usage := llm.Usage{InputTokens: int64(inputs), OutputTokens: 1}
+	if done < n-1 {
 		id := "call_" + strconv.Itoa(done)
 		for _, ev := range []llm.Event{
 			{Type: llm.ToolCallStart, ToolCallID: id, ToolName: "noop"},

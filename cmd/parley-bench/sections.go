@@ -7,10 +7,10 @@ import (
 )
 
 // sqlite runs the SQLite measurements: raw commits, loop steps/s, the idle
-// chats' goroutines, the one-replica latency (by default) and the full
-// cycles on one replica.
+// chats' goroutines, the one-replica latency (by default), the full cycles
+// on one replica and the history rows.
 func (b *bench) sqlite(ctx context.Context) {
-	if !b.runs(groupLoop) && !(b.runs(groupStream) && b.o.oneReplica == "sqlite") && !b.runs(groupCycle) {
+	if !b.runs(groupLoop) && !(b.runs(groupStream) && b.o.oneReplica == "sqlite") && !b.runs(groupCycle) && !b.runs(groupHistory) {
 		return
 	}
 	db, err := newSQLite()
@@ -39,14 +39,17 @@ func (b *bench) sqlite(ctx context.Context) {
 	if b.runs(groupCycle) {
 		b.cycleRows(ctx, "SQLite", "1 replica", r, r, 5*time.Millisecond)
 	}
+	if b.runs(groupHistory) {
+		b.historyRows(ctx, "SQLite", r)
+	}
 }
 
 // postgresRows runs the PostgreSQL measurements on a fresh schema: raw
 // commits, loop steps/s, the latency across two replicas (plus the
-// one-replica latency with -one-replica postgres), and the full cycles
-// across two replicas.
+// one-replica latency with -one-replica postgres), the full cycles across
+// two replicas, and the history rows on one replica.
 func (b *bench) postgresRows(ctx context.Context) {
-	if !b.runs(groupLoop) && !b.runs(groupStream) && !b.runs(groupCycle) {
+	if !b.runs(groupLoop) && !b.runs(groupStream) && !b.runs(groupCycle) && !b.runs(groupHistory) {
 		return
 	}
 	db, err := newPostgres(ctx, b.o.postgres)
@@ -72,9 +75,17 @@ func (b *bench) postgresRows(ctx context.Context) {
 	if b.runs(groupStream) && b.o.oneReplica == "postgres" {
 		b.latencyRows(ctx, "1 replica, PostgreSQL", a, a, 5, true)
 	}
-	if !b.runs(groupStream) && !b.runs(groupCycle) {
-		return
+	if b.runs(groupStream) || b.runs(groupCycle) {
+		b.twoReplicaRows(ctx, db, a)
 	}
+	if b.runs(groupHistory) {
+		b.historyRows(ctx, "PostgreSQL", a)
+	}
+}
+
+// twoReplicaRows opens a second replica B beside a and measures the
+// latency and the full cycles across the two; B is closed after.
+func (b *bench) twoReplicaRows(ctx context.Context, db *database, a *replica) {
 	r2, err := db.open(ctx, b.log)
 	if err != nil {
 		b.t.failed("PostgreSQL second replica", err)
