@@ -219,22 +219,45 @@ func (e *Engine) kickAcquirer() {
 
 // acquireLoop is the one goroutine that acquires chats: on each kick it
 // takes as many pending chats as there are free slots, in one statement,
-// until fewer come back than it asked for.
+// until fewer come back than it asked for. When a round passed pending
+// chats over (their rows were locked: requests reading them, another
+// replica acquiring them), it tries again after a short pause that grows
+// up to the poll interval, rather than leave them to the poll.
 func (e *Engine) acquireLoop(ctx, runs context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var pause time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-e.kick:
+		case <-retry.C:
 		}
-		for ctx.Err() == nil && e.acquire(ctx, runs) {
+		for {
+			filled, passedOver := e.acquire(ctx, runs)
+			if ctx.Err() != nil {
+				return
+			}
+			if filled {
+				continue
+			}
+			if passedOver {
+				pause = min(max(2*pause, 20*time.Millisecond), e.cfg.PollInterval)
+				retry.Reset(pause)
+			} else {
+				pause = 0
+			}
+			break
 		}
 	}
 }
 
-// acquire starts runs for up to the free slots' worth of pending chats and
-// reports whether it filled every free slot (there may be more).
-func (e *Engine) acquire(ctx, runs context.Context) bool {
+// acquire starts runs for up to the free slots' worth of pending chats. It
+// reports whether it filled every free slot (there may be more), and
+// whether it left free slots while pending chats remain (passed over).
+func (e *Engine) acquire(ctx, runs context.Context) (filled, passedOver bool) {
 	free := 0
 take:
 	for free < cap(e.slots) {
@@ -246,7 +269,7 @@ take:
 		}
 	}
 	if free == 0 {
-		return false // every slot busy; a finishing run kicks the loop
+		return false, false // every slot busy; a finishing run kicks the loop
 	}
 	chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
 	if err != nil && ctx.Err() == nil {
@@ -272,7 +295,14 @@ take:
 			e.runChat(runs, c, leases[i], ctls[i], histories[c.ID])
 		}()
 	}
-	return err == nil && len(chats) == free
+	if err != nil {
+		return false, false
+	}
+	if len(chats) < free {
+		pending, err := e.st.HasPending(ctx)
+		return false, err == nil && pending
+	}
+	return true, false
 }
 
 // firstPage bounds the messages of each chat read together with its

@@ -125,6 +125,10 @@ type Reader interface {
 	GetToken(ctx context.Context, id string) (Token, error)
 	// ListTokens returns every token (owner "" ) or one owner's, oldest first.
 	ListTokens(ctx context.Context, owner string) ([]Token, error)
+	// HasPending reports whether some chat is pending. It waits for no
+	// lock, so it also sees chats that AcquireChats passed over because
+	// another transaction held their row.
+	HasPending(ctx context.Context) (bool, error)
 	// ExpiredActions returns up to limit requires_action chats whose
 	// deadline is at or before the database's now, earliest deadline first.
 	ExpiredActions(ctx context.Context, limit int) ([]Expired, error)

@@ -163,3 +163,11 @@ func (s *Store) ReserveMessageIDs(ctx context.Context, n int) ([]int64, error) {
 	slices.Sort(ids)
 	return ids, nil
 }
+
+func (r reader) HasPending(ctx context.Context) (bool, error) {
+	var pending bool
+	if err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chats WHERE status = 'pending')`).Scan(&pending); err != nil {
+		return false, fmt.Errorf("look for pending chats: %w", err)
+	}
+	return pending, nil
+}

@@ -23,6 +23,7 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"RenewLost":                        testRenewLost,
 	"RecoverExpiredOnce":               testRecoverExpiredOnce,
 	"RecoveriesCountedAndReset":        testRecoveriesCounted,
+	"HasPendingSeesLockedChats":        testHasPending,
 	"LostLeaseWritesNothing":           testLostLeaseWritesNothing,
 	"FencedFinalWrite":                 testFencedFinalWrite,
 	"FinalWriteSeesQueuedWhileWaiting": testFinalWriteSeesQueued,
@@ -712,5 +713,28 @@ func testRecoveriesCounted(t *testing.T, open opener) {
 	}
 	if got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting}); got.LeaseRecoveries != 0 {
 		t.Fatalf("let go with LeaseRecoveries %d, want 0", got.LeaseRecoveries)
+	}
+}
+
+// testHasPending: HasPending tells whether a chat is pending, also one whose
+// row another transaction holds (which AcquireChats passes over), without
+// waiting for it.
+func testHasPending(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	if pending, err := s.HasPending(t.Context()); err != nil || pending {
+		t.Fatalf("HasPending on an empty store = %v, %v", pending, err)
+	}
+	c := addChat(t, s, chat.Chat{Status: chat.Waiting})
+	if pending, err := s.HasPending(t.Context()); err != nil || pending {
+		t.Fatalf("HasPending with a waiting chat = %v, %v", pending, err)
+	}
+	mustTransition(t, s, c.ID, store.Transition{From: chat.Waiting, To: chat.Pending})
+	if pending, err := s.HasPending(t.Context()); err != nil || !pending {
+		t.Fatalf("HasPending with a pending chat = %v, %v", pending, err)
+	}
+	acquire(t, s, "w", longTTL)
+	if pending, err := s.HasPending(t.Context()); err != nil || pending {
+		t.Fatalf("HasPending once the chat runs = %v, %v", pending, err)
 	}
 }
