@@ -88,6 +88,21 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 	return msgs, nil
 }
 
+// forModel returns what the model sees of history (the run's msgs):
+// chat.ForModel of it, built by the first step and then extended with what
+// later steps added (an assistant message and its results: ForModel of that
+// tail is what ForModel of the whole would end with).
+func (r *run) forModel(history []chat.Message) []chat.Message {
+	if r.view == nil || r.viewed > len(history) {
+		r.view, r.viewed = chat.ForModel(history), len(history)
+	}
+	if r.viewed < len(history) {
+		r.view = append(r.view, chat.ForModel(history[r.viewed:])...)
+		r.viewed = len(history)
+	}
+	return r.view
+}
+
 // wrote adds messages the run has written (committed) to its history.
 func (r *run) wrote(msgs ...*chat.Message) {
 	for _, m := range msgs {
@@ -101,7 +116,7 @@ func (r *run) wrote(msgs ...*chat.Message) {
 // run let go of the chat.
 func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message) (done bool, err error) {
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
-	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: chat.ForModel(history), Tools: defs}
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(history), Tools: defs}
 
 	if len(history) == 0 {
 		r.fail(&chat.ChatError{Kind: "internal", Message: "the chat has no message to answer"}, service.ReasonUnknownOutcome)

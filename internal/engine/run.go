@@ -44,6 +44,11 @@ type run struct {
 	// while the chat runs, nothing but its run adds messages to it, and the
 	// run appends each message it wrote once the write committed.
 	msgs []chat.Message
+	// view is what the model sees of msgs[:viewed] (chat.ForModel), built
+	// once and extended by each step, so a step does not redo the whole
+	// history.
+	view   []chat.Message
+	viewed int
 	// unsaved are messages of the step in progress that are not persisted
 	// yet (tool results while their write is tried): a run that fails
 	// writes them with its failure, so real results are not lost.
