@@ -1,7 +1,7 @@
 // Command parley-bench measures parley's engine, database, live streaming,
 // client-executed tools and tool dispatch in one process and prints one
-// table per run, each figure beside its floor or target (
-// docs/benchmarks.md says what each row measures).
+// table per run, each figure beside its floor or target
+// (docs/benchmarks.md says what each row measures).
 //
 // It starts the real components — store, pubsub, engine, HTTP API on
 // loopback listeners, the Go client, the tool dispatcher, the Lua source —
