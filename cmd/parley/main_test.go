@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/invariant"
 )
 
 // These tests build the parley binary once and run it as a real process,
@@ -185,6 +189,11 @@ func launchServe(t *testing.T, dir string, env []string, args ...string) *server
 		cmd.Wait()
 		close(s.exited)
 	}()
+	// Registered first, so it runs last: once the process has ended, the
+	// histories it wrote are checked.
+	if db := sqlitePath(dir, env, args); db != "" {
+		t.Cleanup(func() { checkHistories(t, db) })
+	}
 	t.Cleanup(func() {
 		select {
 		case <-s.exited:
@@ -194,6 +203,51 @@ func launchServe(t *testing.T, dir string, env []string, args ...string) *server
 		}
 	})
 	return s
+}
+
+// sqlitePath is the SQLite database a "parley serve args..." started in dir
+// with env uses, or "" when the settings name another database (or a
+// configuration file, which may).
+func sqlitePath(dir string, env []string, args []string) string {
+	dataDir := "parley-data"
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PARLEY_DATABASE_URL", "PARLEY_CONFIG":
+			return ""
+		case "PARLEY_DATA_DIR":
+			dataDir = v
+		}
+	}
+	for i, a := range args {
+		switch {
+		case a == "--database" || a == "--config" || strings.HasPrefix(a, "--database=") || strings.HasPrefix(a, "--config="):
+			return ""
+		case a == "--data-dir" && i+1 < len(args):
+			dataDir = args[i+1]
+		case strings.HasPrefix(a, "--data-dir="):
+			dataDir = strings.TrimPrefix(a, "--data-dir=")
+		}
+	}
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(dir, dataDir)
+	}
+	return filepath.Join(dataDir, "parley.db")
+}
+
+// checkHistories runs the history invariant over a SQLite database a server
+// left behind (none if it never created one).
+func checkHistories(t *testing.T, path string) {
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Errorf("open %s for the history check: %v", path, err)
+		return
+	}
+	defer st.Close()
+	invariant.Check(t, st)
 }
 
 // get sends GET url with the bearer token (none if "") and returns the
