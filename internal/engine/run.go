@@ -202,14 +202,12 @@ func untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.C
 }
 
 // transition ends a fenced write with a status change from running and
-// records it; ra is the required action of a change to requires_action, nil
-// otherwise.
-func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition, ra *chat.RequiredAction) error {
+// records it.
+func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition) error {
 	c, err := r.leave(ctx, tx, t)
 	if err != nil {
 		return err
 	}
-	c.RequiredAction = ra
 	r.left(n, c)
 	return nil
 }
@@ -280,7 +278,7 @@ func (r *run) finishInterrupted(msgs ...*chat.Message) error {
 		if queued {
 			to = chat.Pending
 		}
-		return r.transition(ctx, tx, n, store.Transition{To: to}, nil)
+		return r.transition(ctx, tx, n, store.Transition{To: to})
 	})
 }
 
@@ -325,7 +323,7 @@ func (r *run) fail(ce *chat.ChatError, open string, msgs ...*chat.Message) {
 			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, open, n); err != nil {
 				return err
 			}
-			if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}, nil); err != nil {
+			if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}); err != nil {
 				return err
 			}
 			n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
@@ -349,7 +347,7 @@ func (r *run) handBack(msgs ...*chat.Message) error {
 		if err := insert(ctx, tx, n, msgs...); err != nil {
 			return err
 		}
-		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending}, nil)
+		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending})
 	})
 	if errors.Is(err, store.ErrLeaseLost) {
 		return err
