@@ -32,6 +32,9 @@ const recoveryLimit = 20 * time.Second
 func TestReplicaKilledMidStep(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
+	// Its cleanup, which runs after the servers' (registered later), checks
+	// every chat's history once no replica writes.
+	pgtest.Store(t, dsn)
 	fake := llmtest.NewOpenAIChat(t)
 	const answer = "the answer of the replica that took over"
 	fake.Push(
@@ -81,6 +84,9 @@ func TestReplicaKilledMidStep(t *testing.T) {
 func TestReplicaSIGTERMHandsChatBack(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
+	// Its cleanup, which runs after the servers' (registered later), checks
+	// every chat's history once no replica writes.
+	pgtest.Store(t, dsn)
 	fake := llmtest.NewOpenAIChat(t)
 	const answer = "the answer of the replica that stays"
 	fake.Push(
