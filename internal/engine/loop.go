@@ -115,13 +115,13 @@ func (r *run) wrote(msgs ...*chat.Message) {
 // step makes one model call and runs its tool calls. done reports that the
 // run let go of the chat.
 func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message) (done bool, err error) {
-	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
-	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(history), Tools: defs}
-
 	if len(history) == 0 {
 		r.fail(&chat.ChatError{Kind: "internal", Message: "the chat has no message to answer"}, service.ReasonUnknownOutcome)
 		return true, nil
 	}
+	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(history), Tools: defs}
+
 	msgID, err := r.e.nextMessageID(ctx, history[len(history)-1].ID)
 	if err != nil {
 		return false, r.stopped(ctx, err)

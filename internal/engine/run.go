@@ -181,10 +181,13 @@ func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) 
 }
 
 // untilAvailable runs op, and again after a growing pause while it fails
-// with store.ErrUnavailable (a lost connection, a restart), until ctx ends.
-// What a run reads or writes goes through it, so a passing database
-// failure delays a run instead of ending it in error.
+// with store.ErrUnavailable (a lost connection, a restart), for up to
+// writeTimeout or until ctx ends. What a run reads or writes goes through
+// it, so a passing database failure delays a run instead of ending it in
+// error, and a lasting one ends it.
 func untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
 		err := op(ctx)
