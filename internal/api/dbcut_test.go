@@ -14,8 +14,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/engine"
-	"github.com/parleyhq/parley/internal/llm"
-	"github.com/parleyhq/parley/internal/llm/catalog"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
@@ -45,19 +43,11 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 	st, ps := pgtest.Replica(t, dsn, channel, log)
 	s := start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
 	s.live = true
-	models, err := catalog.New(s.cfg, func(string) string { return "test-key" })
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Wake-ups sent while the listener reconnects are lost: the poll
 	// backs them up, as in production.
-	e := engine.New(engine.Config{Concurrency: 8, LeaseTTL: 5 * time.Second, Heartbeat: 500 * time.Millisecond,
-		PollInterval: 200 * time.Millisecond, MaxSteps: 5,
-		Retry: llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond}}, st, ps, models, nil, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	engineDone := make(chan struct{})
-	go func() { defer close(engineDone); _ = e.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-engineDone })
+	runEngine(t, s, func(c *engine.Config) {
+		c.Concurrency, c.Heartbeat, c.PollInterval = 8, 500*time.Millisecond, 200*time.Millisecond
+	})
 	tok := s.token("alice")
 
 	stop := make(chan struct{})

@@ -46,8 +46,8 @@ func newLive(t *testing.T, fake *llmtest.OpenAIChat, opts ...func(*setup)) *serv
 // test ends, with the server's models built as `parley serve` builds them.
 // Its poll interval is long: in these tests workers are woken by pubsub
 // only, so they pick a chat up after the events of the change that made it
-// pending.
-func runEngine(t *testing.T, s *server) {
+// pending. tune, if any, changes the engine's settings first.
+func runEngine(t *testing.T, s *server, tune ...func(*engine.Config)) {
 	t.Helper()
 	models, err := catalog.New(s.cfg, func(string) string { return "test-key" })
 	if err != nil {
@@ -61,6 +61,9 @@ func runEngine(t *testing.T, s *server) {
 		MaxSteps:     5,
 		Retry:        llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
 		DeltaFlush:   time.Millisecond,
+	}
+	for _, f := range tune {
+		f(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e := engine.New(cfg, s.st, s.ps, models, nil, log)
