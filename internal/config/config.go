@@ -203,6 +203,11 @@ func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 	if len(cfg.Models) == 0 {
 		cfg.Models = []Model{{Name: "echo", Provider: "echo", Model: "echo"}}
 	}
+	for i := range cfg.Models {
+		if m := &cfg.Models[i]; m.Provider == "echo" && m.Model == "" {
+			m.Model = "echo" // the offline model has one id, its own name
+		}
+	}
 	if cfg.DefaultModel == "" {
 		cfg.DefaultModel = cfg.Models[0].Name
 	}

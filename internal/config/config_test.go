@@ -334,3 +334,16 @@ func TestDocumentedExample(t *testing.T) {
 		}
 	}
 }
+
+// TestEchoModelID: an echo model configured without `model:` has the id
+// "echo", as GET /api/v1/models shows it.
+func TestEchoModelID(t *testing.T) {
+	file := writeConfig(t, "models:\n  - {name: offline, provider: echo}\n")
+	cfg, err := Load(Overrides{ConfigFile: file}, env{}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Models[0].Model; got != "echo" {
+		t.Errorf("echo model id = %q, want echo", got)
+	}
+}
