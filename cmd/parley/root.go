@@ -51,10 +51,43 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// version is the module version the binary was built from, or "devel".
+// version is the module version the binary was built from; for a build
+// from a checkout, "devel" with the commit and its time (and "+dirty" when
+// the tree had changes), as the build recorded them.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	return versionOf(bi)
+}
+
+// versionOf is version for the given build information.
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	setting := func(key string) string {
+		for _, s := range bi.Settings {
+			if s.Key == key {
+				return s.Value
+			}
+		}
+		return ""
+	}
+	rev := setting("vcs.revision")
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := "devel " + rev
+	if t := setting("vcs.time"); t != "" {
+		v += " " + t
+	}
+	if setting("vcs.modified") == "true" {
+		v += "+dirty"
+	}
+	return v
 }
