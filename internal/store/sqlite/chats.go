@@ -307,3 +307,9 @@ func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
 	}
 	return ids, rows.Err()
 }
+
+// EndRuns ends the runs one after the other: on the one writer connection
+// a statement costs no round trip.
+func (t *tx) EndRuns(ctx context.Context, ends []store.RunEnd) ([]store.RunEnded, error) {
+	return dbutil.EndRunsOneByOne(ctx, t, ends)
+}
