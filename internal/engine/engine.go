@@ -119,6 +119,9 @@ type Engine struct {
 	kick  chan struct{} // wakes the acquire loop; holds at most one kick
 	wg    sync.WaitGroup
 	ids   idBlock
+	// ends commits the ends of runs that answered without tool calls, as
+	// values, those that arrive together in one go (commitEnds).
+	ends *batcher[store.RunEnd, store.RunEnded]
 }
 
 // New returns an engine; tl may be nil (no server-side tools).
@@ -130,9 +133,11 @@ func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tl Tools, 
 		tl = tools.NewDispatcher(tools.NewRegistry(log), tools.Options{}, log)
 	}
 	cfg = cfg.withDefaults()
-	return &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
+	e := &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
 		log:   log.With("worker", cfg.WorkerID),
 		slots: make(chan struct{}, cfg.Concurrency), kick: make(chan struct{}, 1)}
+	e.ends = &batcher[store.RunEnd, store.RunEnded]{max: maxEnds, commit: e.commitEnds}
+	return e
 }
 
 // WorkerID is the id this engine's leases carry.

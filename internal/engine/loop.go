@@ -202,7 +202,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 
 // insert appends messages (nil ones skipped) inside a write and records them
 // for the chat's stream. Their usage is the caller's to add to the chat
-// (usageOf).
+// (Tx.AddUsage).
 func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Message) error {
 	for _, m := range msgs {
 		if m == nil {
@@ -214,18 +214,6 @@ func insert(ctx context.Context, tx store.Tx, n *events.Notice, msgs ...*chat.Me
 		n.Message(*m)
 	}
 	return nil
-}
-
-// usageOf sums the usage of msgs (nil ones, and ones without usage,
-// skipped).
-func usageOf(msgs ...*chat.Message) chat.Usage {
-	var u chat.Usage
-	for _, m := range msgs {
-		if m != nil && m.Usage != nil {
-			u = u.Add(*m.Usage)
-		}
-	}
-	return u
 }
 
 // cutShort ends a run whose context was cancelled, by its cause: an

@@ -238,28 +238,74 @@ func (r *run) left(n *events.Notice, c chat.Chat) {
 	r.chat = c
 }
 
-// finishIdle ends a run whose last step had no tool calls: queued messages
-// are promoted into the history (then the chat is pending again), else the
-// chat waits for the user.
-func (r *run) finishIdle(msgs ...*chat.Message) error {
-	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := insert(ctx, tx, n, msgs...); err != nil {
-			return err
-		}
-		// The status change itself looks at the queue: one statement, and
-		// the promotion only when there is something to promote.
-		c, err := r.leave(ctx, tx, store.Transition{To: chat.Waiting, PendingIfQueued: true, AddUsage: usageOf(msgs...)})
+// finishIdle ends a run whose last step answered without tool calls: the
+// answer is written and queued messages are promoted into the history (then
+// the chat is pending again), else the chat waits for the user. The end is
+// a value (store.RunEnd): ends that arrive together are written in one go
+// (Engine.commitEnds).
+func (r *run) finishIdle(answer *chat.Message) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return untilAvailable(ctx, r.log, func(context.Context) error {
+		res, err := r.e.ends.do(store.RunEnd{Lease: r.lease, Answer: *answer})
 		if err != nil {
 			return err
 		}
-		if c.Status == chat.Pending {
-			if _, err := service.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
-				return err
-			}
+		if res.Err != nil {
+			return res.Err
 		}
-		r.left(n, c)
+		r.chat = res.Chat
 		return nil
 	})
+}
+
+// maxEnds bounds the run ends written together.
+const maxEnds = 64
+
+// commitEnds writes run ends in one transaction (store.Tx.EndRuns: on
+// PostgreSQL one statement) and announces what each did with its commit.
+// Should the whole fail (a value the database refuses, say), each end is
+// written alone, so one run's trouble is not the others'.
+func (e *Engine) commitEnds(ends []store.RunEnd) ([]store.RunEnded, error) {
+	res, err := e.commitEndsOnce(ends)
+	if err == nil || len(ends) == 1 || errors.Is(err, store.ErrUnavailable) {
+		return res, err
+	}
+	res = make([]store.RunEnded, len(ends))
+	for i, end := range ends {
+		one, err := e.commitEndsOnce([]store.RunEnd{end})
+		if err != nil {
+			res[i].Err = err
+			continue
+		}
+		res[i] = one[0]
+	}
+	return res, nil
+}
+
+// commitEndsOnce is one transaction of commitEnds.
+func (e *Engine) commitEndsOnce(ends []store.RunEnd) ([]store.RunEnded, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	var res []store.RunEnded
+	err := events.Commit(ctx, e.st.InTx, e.ps, e.log, func(tx store.Tx, n *events.Notice) error {
+		var err error
+		if res, err = tx.EndRuns(ctx, ends); err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				continue
+			}
+			n.Message(r.Answer)
+			for _, m := range r.Promoted {
+				n.Message(m)
+			}
+			n.StatusChanged(chat.Running, r.Chat)
+		}
+		return nil
+	})
+	return res, err
 }
 
 // finishInterrupted ends a run the user interrupted: the open calls get
