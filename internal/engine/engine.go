@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/internal/batch"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
@@ -121,7 +122,7 @@ type Engine struct {
 	ids   idBlock
 	// ends commits the ends of runs that answered without tool calls, as
 	// values, those that arrive together in one go (commitEnds).
-	ends *batcher[store.RunEnd, store.RunEnded]
+	ends *batch.Batcher[store.RunEnd, store.RunEnded]
 }
 
 // New returns an engine; tl may be nil (no server-side tools).
@@ -136,7 +137,7 @@ func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tl Tools, 
 	e := &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
 		log:   log.With("worker", cfg.WorkerID),
 		slots: make(chan struct{}, cfg.Concurrency), kick: make(chan struct{}, 1)}
-	e.ends = &batcher[store.RunEnd, store.RunEnded]{max: maxEnds, commit: e.commitEnds}
+	e.ends = &batch.Batcher[store.RunEnd, store.RunEnded]{Max: maxEnds, Commit: e.commitEnds}
 	return e
 }
 

@@ -242,12 +242,12 @@ func (r *run) left(n *events.Notice, c chat.Chat) {
 // answer is written and queued messages are promoted into the history (then
 // the chat is pending again), else the chat waits for the user. The end is
 // a value (store.RunEnd): ends that arrive together are written in one go
-// (Engine.commitEnds).
+// (batch.Batcher, Engine.commitEnds).
 func (r *run) finishIdle(answer *chat.Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	return untilAvailable(ctx, r.log, func(context.Context) error {
-		res, err := r.e.ends.do(store.RunEnd{Lease: r.lease, Answer: *answer})
+		res, err := r.e.ends.Do(store.RunEnd{Lease: r.lease, Answer: *answer})
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ const maxGroup = 64
 
 // Group commit: SQLite has one writer, and what a small transaction costs
 // is mostly its BEGIN and COMMIT (locks and the write to the WAL). So every
-// transaction joins a group, run as one database transaction, in which
+// transaction joins a group (batch.Batcher), run as one database transaction, in which
 // each caller's function runs inside a savepoint of its own: a function
 // that fails rolls back to its savepoint, the others commit together, and
 // every caller gets its own result once the commit is done. A group of one
@@ -22,7 +22,14 @@ const maxGroup = 64
 // commit with the transactions queued meanwhile. It must not be called from
 // inside fn: the writer is taken.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	return s.group.run(ctx, fn, s.commitGroup)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := s.group.Do(&txCall{ctx: ctx, fn: fn})
+	if err != nil {
+		return err // the group's commit itself panicked
+	}
+	return r.result()
 }
 
 // commitGroup runs each call's fn in one transaction, each in a savepoint

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/batch"
 	"github.com/parleyhq/parley/internal/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -35,7 +36,7 @@ type Store struct {
 	read   *sql.DB
 	// Prepared statements of each pool.
 	writeStmts, readStmts *stmtCache
-	group                 group // InTx calls waiting for the writer
+	group                 *batch.Batcher[*txCall, txResult] // InTx calls waiting for the writer
 	stopCheckpoints       func()
 }
 
@@ -77,8 +78,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read),
-		group: group{max: maxGroup}}
+	s := &Store{path: path, write: write, read: read, writeStmts: newStmtCache(write), readStmts: newStmtCache(read)}
+	s.group = &batch.Batcher[*txCall, txResult]{Max: maxGroup,
+		Commit: func(calls []*txCall) ([]txResult, error) { return s.commitGroup(calls), nil }}
 	s.reader = reader{q: cached{c: s.readStmts}}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()

@@ -1,20 +1,23 @@
-package engine
+// Package batch forms batches of work from callers that arrive while a
+// batch is being committed: SQLite's commit groups, the engine's batched
+// ends of runs.
+package batch
 
 import (
 	"fmt"
 	"sync"
 )
 
-// batcher gathers the values that callers hand in while a batch is being
+// Batcher gathers the items that callers hand in while a batch is being
 // committed, and has the first of them (the leader) commit them together,
-// up to max at a time: the ends of many runs become one statement and one
+// up to Max at a time: many small writes share one statement or one
 // commit. Each caller gets its own result. Leadership passes to the next
 // waiter after each batch, so no caller commits others' work for long.
-type batcher[T, R any] struct {
-	max int
-	// commit commits a batch and returns one result per item, or an
+type Batcher[T, R any] struct {
+	Max int
+	// Commit commits a batch and returns one result per item, or an
 	// error that is every item's.
-	commit func(items []T) ([]R, error)
+	Commit func(items []T) ([]R, error)
 
 	mu      sync.Mutex
 	queue   []*batchCall[T, R]
@@ -33,8 +36,8 @@ type batchResult[R any] struct {
 	err error
 }
 
-// do queues item and returns its result once a batch committed it.
-func (b *batcher[T, R]) do(item T) (R, error) {
+// Do queues item and returns its result once a batch committed it.
+func (b *Batcher[T, R]) Do(item T) (R, error) {
 	c := &batchCall[T, R]{item: item, done: make(chan batchResult[R], 1), lead: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -53,11 +56,11 @@ func (b *batcher[T, R]) do(item T) (R, error) {
 	return r.v, r.err
 }
 
-// commitNext commits the queued items (up to max), answers their callers,
+// commitNext commits the queued items (up to Max), answers their callers,
 // then hands leadership to the next waiter, if any.
-func (b *batcher[T, R]) commitNext() {
+func (b *Batcher[T, R]) commitNext() {
 	b.mu.Lock()
-	n := min(len(b.queue), max(b.max, 1))
+	n := min(len(b.queue), max(b.Max, 1))
 	calls := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	b.mu.Unlock()
@@ -86,13 +89,13 @@ func (b *batcher[T, R]) commitNext() {
 
 // commitSafely runs commit, turning a panic into every item's error (so
 // that leadership still passes on) and checking it answered each item.
-func (b *batcher[T, R]) commitSafely(items []T) (results []R, err error) {
+func (b *Batcher[T, R]) commitSafely(items []T) (results []R, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			results, err = nil, fmt.Errorf("commit of a batch of %d panicked: %v", len(items), p)
 		}
 	}()
-	results, err = b.commit(items)
+	results, err = b.Commit(items)
 	if err == nil && len(results) != len(items) {
 		return nil, fmt.Errorf("a batch of %d got %d results", len(items), len(results))
 	}

@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func (s *scripted) commit(items []int) ([]string, error) {
 }
 
 // waitQueued waits until n calls wait in b's queue.
-func waitQueued[T, R any](t *testing.T, b *batcher[T, R], n int) {
+func waitQueued[T, R any](t *testing.T, b *Batcher[T, R], n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -60,15 +60,15 @@ func waitQueued[T, R any](t *testing.T, b *batcher[T, R], n int) {
 // one batch, and each caller gets its own result.
 func TestBatcherGroupsCallsThatArriveDuringACommit(t *testing.T) {
 	s := &scripted{entered: make(chan struct{}), gate: make(chan struct{})}
-	b := &batcher[int, string]{max: 64, commit: s.commit}
+	b := &Batcher[int, string]{Max: 64, Commit: s.commit}
 	results := make([]string, 11)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); results[0], _ = b.do(0) }()
+	go func() { defer wg.Done(); results[0], _ = b.Do(0) }()
 	<-s.entered
 	for i := 1; i <= 10; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[i], _ = b.do(i) }()
+		go func() { defer wg.Done(); results[i], _ = b.Do(i) }()
 	}
 	waitQueued(t, b, 10)
 	close(s.gate)
@@ -86,14 +86,14 @@ func TestBatcherGroupsCallsThatArriveDuringACommit(t *testing.T) {
 // TestBatcherMax: calls beyond max wait for the next batch.
 func TestBatcherMax(t *testing.T) {
 	s := &scripted{entered: make(chan struct{}), gate: make(chan struct{})}
-	b := &batcher[int, string]{max: 4, commit: s.commit}
+	b := &Batcher[int, string]{Max: 4, Commit: s.commit}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); b.do(0) }()
+	go func() { defer wg.Done(); b.Do(0) }()
 	<-s.entered
 	for i := 1; i <= 6; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); b.do(i) }()
+		go func() { defer wg.Done(); b.Do(i) }()
 	}
 	waitQueued(t, b, 6)
 	close(s.gate)
@@ -113,16 +113,16 @@ func TestBatcherFailureAndPanicReachEveryCallerOfTheBatch(t *testing.T) {
 	boom := errors.New("boom")
 	s := &scripted{entered: make(chan struct{}), gate: make(chan struct{}), fail: map[int]error{2: boom}}
 	close(s.gate)
-	b := &batcher[int, string]{max: 64, commit: s.commit}
-	if _, err := b.do(2); !errors.Is(err, boom) {
+	b := &Batcher[int, string]{Max: 64, Commit: s.commit}
+	if _, err := b.Do(2); !errors.Is(err, boom) {
 		t.Fatalf("a failed batch answered %v", err)
 	}
-	b.commit = func([]int) ([]string, error) { panic("kaput") }
-	if _, err := b.do(1); err == nil || err.Error() != "commit of a batch of 1 panicked: kaput" {
+	b.Commit = func([]int) ([]string, error) { panic("kaput") }
+	if _, err := b.Do(1); err == nil || err.Error() != "commit of a batch of 1 panicked: kaput" {
 		t.Fatalf("a panicking batch answered %v", err)
 	}
-	b.commit = s.commit
-	if r, err := b.do(3); err != nil || r != "done 3" {
+	b.Commit = s.commit
+	if r, err := b.Do(3); err != nil || r != "done 3" {
 		t.Fatalf("after the failures: %q, %v", r, err)
 	}
 }
