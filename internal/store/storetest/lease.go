@@ -471,19 +471,7 @@ func testFinalWriteSeesQueued(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locked, queued := make(chan struct{}), make(chan error, 1)
-	go func() {
-		queued <- s.InTx(t.Context(), func(tx store.Tx) error {
-			if _, err := tx.LockChat(t.Context(), c.ID); err != nil {
-				return err
-			}
-			close(locked)
-			time.Sleep(300 * time.Millisecond) // the final write below starts and waits
-			q := chat.QueuedMessage{ChatID: c.ID, Parts: []chat.Part{chat.TextPart("and also")}}
-			return tx.InsertQueued(t.Context(), &q)
-		})
-	}()
-	<-locked
+	queued := queueWhileLocked(t, s, c.ID)
 	var after chat.Chat
 	err = txErr(t, s, func(tx store.Tx) error {
 		if err := tx.Fence(t.Context(), l); err != nil {
@@ -845,19 +833,7 @@ func testEndRunsSeesQueued(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locked, queued := make(chan struct{}), make(chan error, 1)
-	go func() {
-		queued <- s.InTx(t.Context(), func(tx store.Tx) error {
-			if _, err := tx.LockChat(t.Context(), c.ID); err != nil {
-				return err
-			}
-			close(locked)
-			time.Sleep(300 * time.Millisecond) // EndRuns below starts and waits
-			q := chat.QueuedMessage{ChatID: c.ID, Parts: []chat.Part{chat.TextPart("and also")}}
-			return tx.InsertQueued(t.Context(), &q)
-		})
-	}()
-	<-locked
+	queued := queueWhileLocked(t, s, c.ID)
 	res, err := endRuns(t, s, []store.RunEnd{{Lease: l, Answer: chat.Message{ID: ids[0], ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("answer")}}}})
 	if err != nil {
 		t.Fatalf("EndRuns: %v", err)
@@ -868,4 +844,25 @@ func testEndRunsSeesQueued(t *testing.T, open opener) {
 	if r := res[0]; r.Err != nil || r.Chat.Status != chat.Pending || len(r.Promoted) != 1 {
 		t.Fatalf("after EndRuns with a message queued meanwhile: %+v, want pending with it promoted", r)
 	}
+}
+
+// queueWhileLocked starts a transaction that locks the chat's row, holds it
+// while the caller's write starts and waits for it, then queues a message;
+// it returns once the row is locked, with the channel of that
+// transaction's outcome.
+func queueWhileLocked(t *testing.T, s store.Store, chatID string) <-chan error {
+	locked, queued := make(chan struct{}), make(chan error, 1)
+	go func() {
+		queued <- s.InTx(t.Context(), func(tx store.Tx) error {
+			if _, err := tx.LockChat(t.Context(), chatID); err != nil {
+				return err
+			}
+			close(locked)
+			time.Sleep(300 * time.Millisecond) // the caller's write starts and waits
+			q := chat.QueuedMessage{ChatID: chatID, Parts: []chat.Part{chat.TextPart("and also")}}
+			return tx.InsertQueued(t.Context(), &q)
+		})
+	}()
+	<-locked
+	return queued
 }
