@@ -115,19 +115,6 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	return lazyRow{rows: rows, err: err}
 }
 
-// flush sends what waits (BEGIN, deferred statements) now, and
-// reports the first failure among them.
-func (t *lazyTx) flush(ctx context.Context) error {
-	if t.begun && len(t.deferred) == 0 {
-		return nil
-	}
-	br, err := t.send(ctx, "", nil)
-	if err != nil {
-		return err
-	}
-	return br.Close()
-}
-
 // notify queues a notification for the commit.
 func (t *lazyTx) notify(channel, payload string) {
 	t.channels = append(t.channels, channel)
