@@ -45,8 +45,11 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 	s.live = true
 	// Wake-ups sent while the listener reconnects are lost: the poll
 	// backs them up, as in production.
+	// The fake hands its turns out in the order requests come, so one chat
+	// may get several tool calls in a row: the step limit is not what this
+	// test is about.
 	runEngine(t, s, func(c *engine.Config) {
-		c.Concurrency, c.Heartbeat, c.PollInterval = 8, 500*time.Millisecond, 200*time.Millisecond
+		c.Concurrency, c.Heartbeat, c.PollInterval, c.MaxSteps = 8, 500*time.Millisecond, 200*time.Millisecond, 4*chats
 	})
 	tok := s.token("alice")
 
