@@ -38,6 +38,19 @@ type Call struct {
 	Name   string          // the tool's name
 	Args   json.RawMessage // a JSON object that satisfies the tool's InputSchema
 	ChatID string          // the chat the call belongs to
+	// Progress, when not nil, reports how far the call got; parley passes
+	// each report to the chat's stream as a tool-progress part. Safe for
+	// concurrent use, and cheap: a source may call it as often as its
+	// runtime reports.
+	Progress func(Progress)
+}
+
+// Progress is a report of a call in flight: Progress of Total (Total zero
+// when unknown), with an optional message.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
 }
 
 // Result is what a call answers. Output is any JSON value (null when empty);
@@ -125,4 +138,24 @@ type Source interface {
 	Tools(ctx context.Context) ([]Decl, error)
 	InvokeBatch(ctx context.Context, calls []Call) ([]Result, error)
 	Close() error
+}
+
+// Source states, as GET /api/v1/tools shows them.
+const (
+	StateReady      = "ready"      // the source's tools can be called
+	StateConnecting = "connecting" // a remote runtime is being reached
+	StateFailed     = "failed"     // the last attempt failed; another follows
+)
+
+// Status is a source's state and, unless ready, the last error.
+type Status struct {
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+// StatusReporter is implemented by a source whose availability changes,
+// such as one backed by a remote server. A source that does not implement
+// it is always ready.
+type StatusReporter interface {
+	Status() Status
 }

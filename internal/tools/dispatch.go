@@ -53,6 +53,9 @@ type Step struct {
 	ChatID  string
 	Calls   []chat.ToolCall    // in call order
 	Dynamic []chat.DynamicTool // the chat's dynamic tools, run by the client
+	// Progress, when not nil, receives the progress reports of the calls
+	// in flight (tool.Call.Progress); it must be safe for concurrent use.
+	Progress func(call chat.ToolCall, p tool.Progress)
 }
 
 // Outcome is what the server made of a step's calls.
@@ -154,6 +157,9 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			continue
 		}
 		j := job{index: i, entry: e, call: tool.Call{ID: c.ToolCallID, Name: c.ToolName, Args: args, ChatID: step.ChatID}}
+		if step.Progress != nil {
+			j.call.Progress = func(p tool.Progress) { step.Progress(c, p) }
+		}
 		if e.source == nil {
 			singles = append(singles, j)
 			continue
