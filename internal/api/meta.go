@@ -48,12 +48,15 @@ func (a *api) listModels(w http.ResponseWriter, r *http.Request, owner string) e
 }
 
 // listTools answers the server-side tools: built-in ones and those of every
-// source, each with the source it belongs to.
+// source, each with the source it belongs to, and the state of every source
+// (a remote one may be connecting, or failed with its last error).
 func (a *api) listTools(w http.ResponseWriter, r *http.Request, owner string) error {
 	decls := []tools.Decl{}
+	sources := []tools.SourceInfo{}
 	if a.tools != nil {
 		decls = append(decls, a.tools.Decls(r.Context())...)
+		sources = append(sources, a.tools.Sources()...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": decls})
+	writeJSON(w, http.StatusOK, map[string]any{"tools": decls, "sources": sources})
 	return nil
 }

@@ -37,7 +37,7 @@ func TestModelsAndTools(t *testing.T) {
 	}
 	r = s.do("GET", "/api/v1/tools", tok, nil)
 	r.expect(t, http.StatusOK, nil)
-	if strings.TrimSpace(string(r.body)) != `{"tools":[]}` {
+	if strings.TrimSpace(string(r.body)) != `{"sources":[],"tools":[]}` {
 		t.Fatalf("tools: %s", r.body)
 	}
 }

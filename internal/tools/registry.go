@@ -186,6 +186,34 @@ func (r *Registry) Decls(ctx context.Context) []Decl {
 	return r.snapshot().decls()
 }
 
+// SourceInfo is a registered source as GET /api/v1/tools shows it: its
+// state, the last error (of the source, or a refused tool list), and how many
+// tools it offers now.
+type SourceInfo struct {
+	Name string `json:"name"`
+	tool.Status
+	Tools int `json:"tools"`
+}
+
+// Sources lists the registered sources in registration order. A source that
+// does not report a state (tool.StatusReporter) is ready.
+func (r *Registry) Sources() []SourceInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]SourceInfo, len(r.sources))
+	for i, s := range r.sources {
+		st := tool.Status{State: tool.StateReady}
+		if sr, ok := s.src.(tool.StatusReporter); ok {
+			st = sr.Status()
+		}
+		if st.Error == "" {
+			st.Error = s.lastErr
+		}
+		out[i] = SourceInfo{Name: s.name, Status: st, Tools: len(s.entries)}
+	}
+	return out
+}
+
 // Has reports whether name is a server-side tool, as of the last refresh.
 func (r *Registry) Has(name string) bool {
 	_, ok := r.snapshot().byName[name]
