@@ -59,6 +59,7 @@ var Providers = []string{"openai", "openai-responses", "anthropic", "echo"}
 type Tools struct {
 	Lua        []LuaSource `yaml:"lua"`
 	LuaRuntime LuaRuntime  `yaml:"lua_runtime"`
+	MCP        []MCPServer `yaml:"mcp"`
 	HTTPFetch  HTTPFetch   `yaml:"http_fetch"`
 }
 
@@ -212,6 +213,9 @@ func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 		cfg.DefaultModel = cfg.Models[0].Name
 	}
 	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.resolveMCP(getenv); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return &cfg, nil

@@ -347,3 +347,65 @@ func TestEchoModelID(t *testing.T) {
 		t.Errorf("echo model id = %q, want echo", got)
 	}
 }
+
+func TestMCPServers(t *testing.T) {
+	file := writeConfig(t, `
+tools:
+  lua:
+    - {name: weather, path: ./w.lua}
+  mcp:
+    - name: github
+      url: https://mcp.example.com/mcp
+      bearer_token_env: GH_TOKEN
+      headers_env: {X-Tenant: GH_TENANT}
+      deny: ["delete_*"]
+    - name: files
+      command: ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"]
+      env: {NODE_OPTIONS: "--max-old-space-size=256"}
+      max_concurrency: 8
+      call_timeout: 30s
+`)
+	cfg, err := Load(Overrides{ConfigFile: file}, env{"GH_TOKEN": "t0k", "GH_TENANT": "acme"}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, files := cfg.Tools.MCP[0], cfg.Tools.MCP[1]
+	if gh.BearerToken != "t0k" || gh.Headers["X-Tenant"] != "acme" || gh.MaxConcurrency != DefaultMCPMaxConcurrency ||
+		time.Duration(gh.CallTimeout) != DefaultMCPCallTimeout || time.Duration(gh.ConnectTimeout) != DefaultMCPConnectTimeout {
+		t.Errorf("github = %+v", gh)
+	}
+	if files.Command[0] != "npx" || files.Env["NODE_OPTIONS"] == "" || files.MaxConcurrency != 8 || time.Duration(files.CallTimeout) != 30*time.Second {
+		t.Errorf("files = %+v", files)
+	}
+
+	bad := []struct {
+		name, yaml string
+		env        env
+		want       []string
+	}{
+		{"neither", "tools:\n  mcp:\n    - {name: a}\n", nil, []string{"tools.mcp[0] (a)", "command", "url"}},
+		{"both", "tools:\n  mcp:\n    - {name: a, url: 'http://h/mcp', command: [x]}\n", nil, []string{"not both"}},
+		{"bad name", "tools:\n  mcp:\n    - {name: 'my server', command: [x]}\n", nil, []string{"tools.mcp[0]", "my server"}},
+		{"name of a Lua source", "tools:\n  lua:\n    - {name: a, path: x}\n  mcp:\n    - {name: a, command: [x]}\n", nil, []string{"tools.mcp[0] (a)", "already used"}},
+		{"twice", "tools:\n  mcp:\n    - {name: a, command: [x]}\n    - {name: a, command: [y]}\n", nil, []string{"tools.mcp[1] (a)", "already used"}},
+		{"bad url", "tools:\n  mcp:\n    - {name: a, url: 'localhost:3001'}\n", nil, []string{"url", "localhost:3001"}},
+		{"unset token", "tools:\n  mcp:\n    - {name: a, url: 'http://h/mcp', bearer_token_env: NOPE}\n", nil, []string{"NOPE", "not set"}},
+		{"unset header", "tools:\n  mcp:\n    - {name: a, url: 'http://h/mcp', headers_env: {X-K: NOPE}}\n", nil, []string{"X-K", "NOPE"}},
+		{"bad glob", "tools:\n  mcp:\n    - {name: a, command: [x], deny: ['[']}\n", nil, []string{"glob", "["}},
+		{"env on http", "tools:\n  mcp:\n    - {name: a, url: 'http://h/mcp', env: {A: b}}\n", nil, []string{"command servers only"}},
+		{"long call", "tools:\n  mcp:\n    - {name: a, command: [x], call_timeout: 10m}\n", nil, []string{"call_timeout"}},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(Overrides{ConfigFile: writeConfig(t, c.yaml)}, c.env.get)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

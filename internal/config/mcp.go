@@ -1,0 +1,127 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"time"
+)
+
+// MCPServer is one MCP server whose tools parley offers (docs/mcp.md):
+// a command run over stdio, or a streamable HTTP URL. Secrets are never
+// written in the file: headers and the bearer token name environment
+// variables, which Load reads once.
+type MCPServer struct {
+	Name           string            `yaml:"name"`
+	Command        []string          `yaml:"command"` // program and arguments
+	Env            map[string]string `yaml:"env"`     // added to the child's environment
+	Dir            string            `yaml:"dir"`     // the child's working directory
+	URL            string            `yaml:"url"`
+	HeadersEnv     map[string]string `yaml:"headers_env"` // header name -> variable holding its value
+	BearerTokenEnv string            `yaml:"bearer_token_env"`
+	Allow          []string          `yaml:"allow"` // globs over the server's tool names; none: all
+	Deny           []string          `yaml:"deny"`
+	MaxConcurrency int               `yaml:"max_concurrency"` // calls of one step in flight at once
+	CallTimeout    Duration          `yaml:"call_timeout"`
+	ConnectTimeout Duration          `yaml:"connect_timeout"`
+
+	// Read from the environment by Load.
+	Headers     map[string]string `yaml:"-"`
+	BearerToken string            `yaml:"-"`
+}
+
+// MCP defaults, and the longest call a step waits for.
+const (
+	DefaultMCPMaxConcurrency = 32
+	DefaultMCPCallTimeout    = time.Minute
+	DefaultMCPConnectTimeout = 10 * time.Second
+	MaxMCPCallTimeout        = 110 * time.Second // a step gives all of a source's calls 2 minutes
+)
+
+// sourceNameRE is what a tool source's name may be: it prefixes tool names.
+var sourceNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
+// resolveMCP fills in defaults and the values of the named environment
+// variables, and checks each server; names must differ from each other and
+// from the Lua sources'.
+func (c *Config) resolveMCP(getenv func(string) string) error {
+	names := map[string]bool{}
+	for _, s := range c.Tools.Lua {
+		names[s.Name] = true
+	}
+	for i := range c.Tools.MCP {
+		s := &c.Tools.MCP[i]
+		at := fmt.Sprintf("tools.mcp[%d]", i)
+		if s.Name != "" {
+			at += " (" + s.Name + ")"
+		}
+		if err := s.resolve(getenv); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("%s: the name is already used by another tool source", at)
+		}
+		names[s.Name] = true
+	}
+	return nil
+}
+
+func (s *MCPServer) resolve(getenv func(string) string) error {
+	if !sourceNameRE.MatchString(s.Name) {
+		return fmt.Errorf("name %q must match %s (it prefixes the tools' names)", s.Name, sourceNameRE)
+	}
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return fmt.Errorf("set command (stdio) or url (streamable HTTP), not both")
+	case len(s.Command) > 0:
+		if s.Command[0] == "" {
+			return fmt.Errorf("command: the program is empty")
+		}
+		if len(s.HeadersEnv) > 0 || s.BearerTokenEnv != "" {
+			return fmt.Errorf("headers_env and bearer_token_env apply to url servers only")
+		}
+	case s.URL != "":
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url %q is not an http(s) URL", s.URL)
+		}
+		if len(s.Env) > 0 || s.Dir != "" {
+			return fmt.Errorf("env and dir apply to command servers only")
+		}
+	default:
+		return fmt.Errorf("command (stdio) or url (streamable HTTP) is required")
+	}
+	for _, g := range append(append([]string{}, s.Allow...), s.Deny...) {
+		if _, err := path.Match(g, ""); err != nil || g == "" {
+			return fmt.Errorf("allow/deny glob %q is malformed (want a pattern like \"search_*\")", g)
+		}
+	}
+	if s.MaxConcurrency < 0 || s.CallTimeout < 0 || s.ConnectTimeout < 0 {
+		return fmt.Errorf("max_concurrency, call_timeout and connect_timeout must not be negative")
+	}
+	if s.MaxConcurrency == 0 {
+		s.MaxConcurrency = DefaultMCPMaxConcurrency
+	}
+	if s.CallTimeout == 0 {
+		s.CallTimeout = Duration(DefaultMCPCallTimeout)
+	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = Duration(DefaultMCPConnectTimeout)
+	}
+	if time.Duration(s.CallTimeout) > MaxMCPCallTimeout {
+		return fmt.Errorf("call_timeout %s is longer than the most a step waits for a source (%s)", time.Duration(s.CallTimeout), MaxMCPCallTimeout)
+	}
+	if s.BearerTokenEnv != "" {
+		if s.BearerToken = getenv(s.BearerTokenEnv); s.BearerToken == "" {
+			return fmt.Errorf("bearer_token_env: the environment variable %s is not set", s.BearerTokenEnv)
+		}
+	}
+	s.Headers = map[string]string{}
+	for h, env := range s.HeadersEnv {
+		if s.Headers[h] = getenv(env); s.Headers[h] == "" {
+			return fmt.Errorf("headers_env %s: the environment variable %s is not set", h, env)
+		}
+	}
+	return nil
+}
