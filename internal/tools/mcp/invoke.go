@@ -1,0 +1,199 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parleyhq/parley/tool"
+)
+
+// JSON-RPC error codes the SDK uses for its own transport conditions rather
+// than for answers of the server: a request the transport could not deliver
+// (an HTTP request that failed), and a connection that is closing.
+const (
+	codeRejected      = -32005
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+)
+
+// InvokeBatch sends the calls as concurrent tools/call requests on the
+// session, at most MaxConcurrency in flight, and returns their results in
+// call order (see the package documentation for their shape). It fails
+// without a session, when the session is lost during the batch, and with
+// ctx's error, promptly, when ctx is done.
+func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Result, error) {
+	sess, reason := s.current()
+	if sess == nil {
+		return nil, fmt.Errorf("MCP server %q: not connected: %s", s.cfg.Name, reason)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cat := sess.catalog.Load()
+
+	// The batch ends early when ctx is done, the session is lost or the
+	// source closes; its calls are then cancelled (the SDK tells the server).
+	batch, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-sess.lost:
+			cancel(sess.lostErr)
+		case <-s.ctx.Done():
+			cancel(errSourceClosed)
+		case <-batch.Done():
+		}
+	}()
+
+	results := make([]tool.Result, len(calls))
+	slots := make(chan struct{}, s.cfg.MaxConcurrency)
+	var wg sync.WaitGroup
+launch:
+	for i, c := range calls {
+		e := cat.byName[c.Name]
+		if e == nil {
+			results[i] = tool.Errorf("MCP server %q no longer offers tool %q", s.cfg.Name, c.Name)
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-batch.Done():
+			break launch
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			r, err := s.call(batch, sess, e, c)
+			if err != nil {
+				cancel(err) // before wg.Done, so the batch's cause is set when done closes
+				return
+			}
+			results[i] = r
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-batch.Done():
+		// Return at once: the calls still running end soon, their contexts
+		// being done, and write only to results, which nobody reads then.
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := context.Cause(batch); err != nil {
+		return nil, fmt.Errorf("MCP server %q: session lost: %w", s.cfg.Name, err)
+	}
+	return results, nil
+}
+
+// call makes one tools/call. It returns an error when the call has no
+// result of its own: the batch was cancelled (its cause), or the session
+// failed (call then gives the session up).
+func (s *Source) call(batch context.Context, sess *session, e *toolEntry, c tool.Call) (tool.Result, error) {
+	ctx, cancel := context.WithTimeout(batch, s.cfg.CallTimeout)
+	defer cancel()
+	args := c.Args
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	params := &mcp.CallToolParams{Name: e.mcpName, Arguments: args}
+	if c.Progress != nil {
+		token, stop := s.progress.route(c.Progress)
+		defer stop()
+		params.SetProgressToken(token)
+	}
+	start := time.Now()
+	res, err := sess.cs.CallTool(ctx, params)
+	took := time.Since(start)
+	switch {
+	case err == nil:
+		s.opts.Metrics.callDone(s.cfg.Name, took, res.IsError)
+		return toResult(res), nil
+	case batch.Err() != nil:
+		s.opts.Metrics.callDone(s.cfg.Name, took, true)
+		return tool.Result{}, context.Cause(batch)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		s.opts.Metrics.callDone(s.cfg.Name, took, true)
+		return tool.Errorf("timed out after %v", s.cfg.CallTimeout), nil
+	}
+	s.opts.Metrics.callDone(s.cfg.Name, took, true)
+	if rpc := serverError(err); rpc != nil {
+		return tool.Errorf("tool %q failed: %s (code %d)", c.Name, rpc.Message, rpc.Code), nil
+	}
+	s.lose(sess, err)
+	return tool.Result{}, err
+}
+
+// serverError returns the JSON-RPC error with which the server answered a
+// call, or nil when err is not such an answer: the connection closed, or the
+// request did not get through (over HTTP the SDK marks that with its
+// "rejected by transport" code, even when the failed response carried a
+// JSON-RPC error, such as a session the server no longer knows).
+func serverError(err error) *jsonrpc.Error {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, &jsonrpc.Error{Code: codeRejected}) {
+		return nil
+	}
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code == codeClientClosing || rpc.Code == codeServerClosing {
+		return nil
+	}
+	return rpc
+}
+
+// progressRoutes passes notifications/progress to the calls that asked for
+// them, by progress token.
+type progressRoutes struct {
+	next   atomic.Uint64
+	mu     sync.Mutex
+	routes map[string]func(tool.Progress)
+}
+
+// route returns a new token whose notifications go to fn, until stop.
+func (p *progressRoutes) route(fn func(tool.Progress)) (token string, stop func()) {
+	token = "parley-" + strconv.FormatUint(p.next.Add(1), 10)
+	p.mu.Lock()
+	if p.routes == nil {
+		p.routes = map[string]func(tool.Progress){}
+	}
+	p.routes[token] = fn
+	p.mu.Unlock()
+	return token, func() {
+		p.mu.Lock()
+		delete(p.routes, token)
+		p.mu.Unlock()
+	}
+}
+
+// deliver is the client's notifications/progress handler. A notification
+// for no call in flight (a late one, or an unknown token) is dropped.
+func (p *progressRoutes) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	fn := p.routes[token]
+	p.mu.Unlock()
+	if fn != nil {
+		fn(tool.Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
