@@ -303,6 +303,12 @@ func (s *chatStream) live(ev events.ChatEvent) error {
 		return s.parts(ev.Parts)
 	case events.KindActionRequired:
 		return s.sse.event(ev.Kind, events.Encode(map[string]any{"tool_calls": ev.ToolCalls, "deadline": ev.Deadline}))
+	case events.KindToolProgress:
+		if ev.Progress != nil {
+			p := *ev.Progress
+			p.MessageID = 0
+			return s.sse.event(events.KindPart, events.Encode(map[string]any{"message_id": ev.Progress.MessageID, "part": p}))
+		}
 	case events.KindRetry:
 		if ev.Retry != nil {
 			return s.sse.event(ev.Kind, events.Encode(ev.Retry))

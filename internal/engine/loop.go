@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
 )
 
 // Reasons written into synthetic results.
@@ -165,7 +166,8 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	}
 	r.wrote(asst)
 
-	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools})
+	progress := func(c chat.ToolCall, p tool.Progress) { r.steps.progress(asst.ID, c, p) }
+	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools, Progress: progress})
 	var results *chat.Message
 	if len(out.Results) > 0 {
 		// Until written, the results are the run's to keep: a failure

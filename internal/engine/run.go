@@ -36,7 +36,7 @@ type run struct {
 	chat  chat.Chat
 	lease store.Lease
 	log   *slog.Logger
-	steps *stepState // the step in progress, for snapshots; nil between steps
+	steps *stepState // what the run streams of the step in progress, for snapshots
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message

@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/tool"
 )
 
 // stepState is what a run has streamed of the step in progress. Deltas are
@@ -86,21 +87,21 @@ func (s *stepState) flush() {
 	if len(batch.Deltas) == 0 {
 		return
 	}
-	if err := e.publishParts(chatID, &batch, watched); err != nil {
+	if err := e.publishLive(chatID, events.ChatEvent{Kind: events.KindPart, Parts: &batch}, watched); err != nil {
 		e.log.Warn("deltas not published", "chat", chatID, "err", err)
 	}
 }
 
-// publishParts publishes a batch of deltas on the chat's topic. A watched
-// run's go to every replica; an unwatched run's go to this process's
-// subscribers only (PublishLocal, where the PubSub is shared), and are not
-// even encoded when the PubSub knows there are none.
-func (e *Engine) publishParts(chatID string, batch *events.PartBatch, watched bool) error {
+// publishLive publishes a live event of a run (deltas, tool progress) on the
+// chat's topic. A watched run's go to every replica; an unwatched run's go to
+// this process's subscribers only (PublishLocal, where the PubSub is shared),
+// and are not even encoded when the PubSub knows there are none.
+func (e *Engine) publishLive(chatID string, ev events.ChatEvent, watched bool) error {
 	topic := events.ChatTopic(chatID)
 	if !watched && !pubsub.MayHear(e.ps, topic) {
 		return nil
 	}
-	payload := events.Encode(events.ChatEvent{Kind: events.KindPart, Parts: batch})
+	payload := events.Encode(ev)
 	if lp, ok := e.ps.(pubsub.LocalPublisher); ok && !watched {
 		if err := lp.PublishLocal(topic, payload); err != nil {
 			return fmt.Errorf("publish deltas locally: %w", err)
@@ -108,6 +109,23 @@ func (e *Engine) publishParts(chatID string, batch *events.PartBatch, watched bo
 		return nil
 	}
 	return e.ps.Publish(context.Background(), topic, payload)
+}
+
+// progress publishes a progress report of one of the step's tool calls,
+// routed as the step's deltas are (to every replica once the run is
+// watched). Reports are not kept for snapshots: the next one supersedes it.
+func (s *stepState) progress(msgID int64, c chat.ToolCall, p tool.Progress) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.mu.Lock()
+	e, chatID, watched := s.e, s.chatID, s.watched
+	s.mu.Unlock()
+	ev := events.ChatEvent{Kind: events.KindToolProgress, Progress: &events.ToolProgress{
+		Type: events.KindToolProgress, MessageID: msgID, ToolCallID: c.ToolCallID, ToolName: c.ToolName,
+		Progress: p.Progress, Total: p.Total, Message: p.Message}}
+	if err := e.publishLive(chatID, ev, watched); err != nil {
+		e.log.Warn("tool progress not published", "chat", chatID, "err", err)
+	}
 }
 
 // end publishes what is left of the step; the step's deltas stay readable by

@@ -14,6 +14,9 @@ const (
 	KindPart    = "part"
 	KindRetry   = "retry"
 	KindError   = "error"
+	// KindToolProgress carries a progress report of a server-side tool call
+	// in flight; streams send it as a part event of type tool-progress.
+	KindToolProgress = "tool-progress"
 	// KindSnapshot answers a snapshot request on a chat's control topic with
 	// the parts already streamed of the step in progress. Internal: stream
 	// handlers turn it into part events for the subscriber that asked.
@@ -54,6 +57,19 @@ type RetryInfo struct {
 	Error   string `json:"error"`
 }
 
+// ToolProgress is a progress report of a tool call in flight, as the part
+// of a part event (type "tool-progress"). It is not kept: the call's result
+// is what the history holds.
+type ToolProgress struct {
+	Type       string  `json:"type"`                 // always "tool-progress"
+	MessageID  int64   `json:"message_id,omitempty"` // the assistant message that made the call; streams send it beside the part
+	ToolCallID string  `json:"tool_call_id"`
+	ToolName   string  `json:"tool_name"`
+	Progress   float64 `json:"progress"`
+	Total      float64 `json:"total,omitempty"` // 0 when unknown
+	Message    string  `json:"message,omitempty"`
+}
+
 // ChatEvent is one event on a chat's topic. Exactly the fields of its Kind
 // are set.
 type ChatEvent struct {
@@ -64,6 +80,7 @@ type ChatEvent struct {
 	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"` // action_required
 	Deadline  *time.Time      `json:"deadline,omitempty"`   // action_required
 	Retry     *RetryInfo      `json:"retry,omitempty"`      // retry
+	Progress  *ToolProgress   `json:"progress,omitempty"`   // tool-progress
 	Error     *chat.ChatError `json:"error,omitempty"`      // error
 	Nonce     string          `json:"nonce,omitempty"`      // snapshot: the request it answers
 }

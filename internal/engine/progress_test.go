@@ -1,0 +1,74 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
+)
+
+// TestToolProgressReachesTheChatStream: progress a tool reports while it runs
+// is published on the chat's topic, naming the call and the assistant
+// message that made it, before the call's result is written.
+func TestToolProgressReachesTheChatStream(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "slow", Args: `{}`}}},
+		llmtest.Turn{Text: "done"},
+	)
+	release, subscribed := make(chan struct{}), make(chan struct{})
+	reg := tools.NewRegistry(nil)
+	slow := tool.Func(tool.Decl{Name: "slow", Description: "reports progress, then waits"},
+		func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			if c.Progress == nil {
+				return tool.Errorf("no progress reporter"), nil
+			}
+			<-subscribed // the test listens before the report is made
+			c.Progress(tool.Progress{Progress: 1, Total: 2, Message: "half way"})
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return tool.Result{}, ctx.Err()
+			}
+			return tool.Text("ok"), nil
+		})
+	if err := reg.AddTool(slow); err != nil {
+		t.Fatal(err)
+	}
+	h.start(tools.NewDispatcher(reg, tools.Options{}, nil))
+	c := h.create("go slow")
+	evs := h.subscribe(c.ID)
+	close(subscribed)
+
+	var got *events.ToolProgress
+	timeout := time.After(10 * time.Second)
+	for got == nil {
+		select {
+		case ev := <-evs:
+			if ev.Kind == events.KindToolProgress {
+				got = ev.Progress
+			}
+			if ev.Kind == events.KindMessage && ev.Message.Role == chat.RoleTool {
+				t.Fatal("the result was written before any progress was published")
+			}
+		case <-timeout:
+			t.Fatal("no tool-progress event")
+		}
+	}
+	close(release)
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	want := events.ToolProgress{Type: "tool-progress", MessageID: msgs[1].ID, ToolCallID: "c1", ToolName: "slow", Progress: 1, Total: 2, Message: "half way"}
+	if *got != want {
+		t.Fatalf("progress %+v, want %+v", *got, want)
+	}
+	if b, _ := json.Marshal(msgs[2].Parts[0].Output); string(b) != `"ok"` {
+		t.Fatalf("result %s", b)
+	}
+}
