@@ -51,8 +51,14 @@ func (s *Source) run() {
 			return
 		}
 		sess, err := s.connect()
+		if err == nil && s.ctx.Err() == nil {
+			s.install(sess) // before WaitConnected returns
+		}
 		if first {
 			s.firstErr = err
+			if err == nil && s.ctx.Err() != nil {
+				s.firstErr = errSourceClosed
+			}
 			close(s.firstDone)
 			first = false
 		}
@@ -75,7 +81,6 @@ func (s *Source) run() {
 		}
 		lastLogged = ""
 		connected := time.Now()
-		s.install(sess)
 		res := sess.cs.InitializeResult()
 		s.log.Info("mcp server connected", "tools", len(sess.catalog.Load().decls),
 			"protocol", res.ProtocolVersion, "server", serverName(res))
