@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 	"github.com/parleyhq/parley/internal/tools/lua"
+	"github.com/parleyhq/parley/internal/tools/mcp"
 )
 
 // newTools registers the server-side tools of the configuration; their
@@ -60,7 +62,61 @@ func newTools(cfg *config.Config, log *slog.Logger, metrics prometheus.Registere
 		}
 		log.Info("Lua tool source loaded", "source", sc.Name, "path", sc.Path)
 	}
+	if err := addMCPServers(reg, cfg.Tools.MCP, log, metrics); err != nil {
+		reg.Close()
+		return nil, err
+	}
 	return reg, nil
+}
+
+// addMCPServers opens a source per configured MCP server and waits, for all
+// of them at once, until each has connected or failed its first attempt. A
+// server that is down does not stop the start: its tools are absent and it
+// keeps reconnecting. A tool name that clashes with another server-side
+// tool does.
+func addMCPServers(reg *tools.Registry, servers []config.MCPServer, log *slog.Logger, metrics prometheus.Registerer) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	m := mcp.NewMetrics()
+	if err := metrics.Register(m); err != nil {
+		return fmt.Errorf("register MCP metrics: %w", err)
+	}
+	opts := mcp.Options{Logger: log.With("component", "mcp"), Metrics: m}
+	srcs := make([]*mcp.Source, len(servers))
+	var wg sync.WaitGroup
+	for i, sc := range servers {
+		srcs[i] = mcp.Open(mcpConfig(sc), opts)
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(sc.ConnectTimeout)+time.Second)
+			defer cancel()
+			if err := srcs[i].WaitConnected(ctx); err != nil {
+				log.Warn("MCP server not connected; its tools are absent until it is", "source", sc.Name, "err", err)
+				return
+			}
+			log.Info("MCP server connected", "source", sc.Name)
+		})
+	}
+	wg.Wait()
+	for i, src := range srcs {
+		if err := reg.AddSource(context.Background(), src); err != nil {
+			for _, s := range srcs[i:] {
+				s.Close()
+			}
+			return fmt.Errorf("tools.mcp: %w", err)
+		}
+	}
+	return nil
+}
+
+// mcpConfig is a configured server as the MCP source takes it.
+func mcpConfig(sc config.MCPServer) mcp.Config {
+	return mcp.Config{
+		Name: sc.Name, Command: sc.Command, Env: sc.Env, Dir: sc.Dir,
+		URL: sc.URL, Headers: sc.Headers, BearerToken: sc.BearerToken,
+		Allow: sc.Allow, Deny: sc.Deny, MaxConcurrency: sc.MaxConcurrency,
+		CallTimeout: time.Duration(sc.CallTimeout), ConnectTimeout: time.Duration(sc.ConnectTimeout),
+	}
 }
 
 // startEngine starts this process's workers; the returned function stops
