@@ -25,12 +25,19 @@ func (a *api) createChat(w http.ResponseWriter, r *http.Request, owner string) e
 	if err := a.decode(w, r, &in); err != nil {
 		return err
 	}
-	c, err := a.svc.CreateChat(r.Context(), owner, in)
+	c, err := a.svc.Create(r.Context(), owner, in)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, c)
+	writeJSON(w, http.StatusCreated, createdChat{Chat: c.Chat, Warnings: c.Warnings})
 	return nil
+}
+
+// createdChat is the body of a 201 to POST /api/v1/chats: the chat, and
+// "warnings" when the request had something to warn of.
+type createdChat struct {
+	chat.Chat
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // chatList is the body of GET /api/v1/chats.

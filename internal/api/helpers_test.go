@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // server is one API instance under test.
@@ -41,8 +42,9 @@ type server struct {
 type setup struct {
 	cfg        *config.Config
 	keepAlive  time.Duration
-	tokenCheck time.Duration // how often streams re-read their token; 0: the default
-	bufferSize int           // of the memory pubsub's subscriptions; 0: its default
+	tokenCheck time.Duration   // how often streams re-read their token; 0: the default
+	bufferSize int             // of the memory pubsub's subscriptions; 0: its default
+	tools      *tools.Registry // server-side tools; nil for none
 }
 
 // testConfig is the default configuration with two models, "echo" the default.
@@ -71,7 +73,7 @@ func newSQLite(t *testing.T, opts ...func(*setup)) *server {
 func start(t *testing.T, st store.Store, ps pubsub.PubSub, s setup) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive, TokenCheck: s.tokenCheck})
+	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive, TokenCheck: s.tokenCheck, Tools: s.tools})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ type Chat struct {
 	Status         Status            `json:"status"`
 	RequiredAction *RequiredAction   `json:"required_action"`
 	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
+	Tools          ToolGlobs         `json:"tools"` // the server-side tools offered (ToolGlobs.Selects)
 	Labels         map[string]string `json:"labels"`
 	Archived       bool              `json:"archived"`
 	LastError      *ChatError        `json:"last_error"`

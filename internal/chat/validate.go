@@ -35,6 +35,8 @@ type Limits struct {
 	MaxMessageBytes    int // bytes of text in one user message
 	MaxTitleBytes      int
 	MaxSystemPrompt    int // bytes
+	MaxToolGlobs       int // globs in one list (a chat's "tools")
+	MaxToolGlobBytes   int // bytes of one glob
 }
 
 // DefaultLimits are the limits used when the configuration sets none.
@@ -45,6 +47,8 @@ var DefaultLimits = Limits{
 	MaxMessageBytes:    256 << 10,
 	MaxTitleBytes:      200,
 	MaxSystemPrompt:    64 << 10,
+	MaxToolGlobs:       64,
+	MaxToolGlobBytes:   128,
 }
 
 var (

@@ -34,16 +34,34 @@ type NewChat struct {
 	Labels       map[string]string  `json:"labels"`
 	Message      json.RawMessage    `json:"message"`
 	DynamicTools []chat.DynamicTool `json:"dynamic_tools"`
+	// Tools narrows the server-side tools offered to the model to those a
+	// glob matches; nil offers every one.
+	Tools chat.ToolGlobs `json:"tools"`
 	// ToolResultTimeout is a Go duration ("10m"); "" means the server's default.
 	ToolResultTimeout string `json:"tool_result_timeout"`
+}
+
+// Created is a chat just created, with what the server noticed about the
+// request without refusing it.
+type Created struct {
+	Chat chat.Chat
+	// Warnings are for the client's attention, like a glob of the chat's
+	// tools that matches no server-side tool now; nil when there is none.
+	Warnings []string
 }
 
 // CreateChat validates in and creates the owner's chat: waiting, or pending
 // with its first user message when in has one.
 func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (chat.Chat, error) {
+	c, err := s.Create(ctx, owner, in)
+	return c.Chat, err
+}
+
+// Create is CreateChat, and it also returns the request's warnings.
+func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created, error) {
 	c, first, err := s.newChat(owner, in)
 	if err != nil {
-		return chat.Chat{}, err
+		return Created{}, err
 	}
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		cc := c // the transaction may run fn again: start from the same values each time
@@ -62,9 +80,27 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 		return nil
 	})
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("create chat: %w", err)
+		return Created{}, fmt.Errorf("create chat: %w", err)
 	}
-	return c, nil
+	return Created{Chat: c, Warnings: s.toolWarnings(c.Tools)}, nil
+}
+
+// toolWarnings names the globs of a chat's tools that match no server-side
+// tool now. Such a glob is kept: a tool source may be reconnecting, or may
+// offer the tool later.
+func (s *Service) toolWarnings(globs chat.ToolGlobs) []string {
+	if len(globs) == 0 {
+		return nil
+	}
+	var names []string
+	if s.toolNames != nil {
+		names = s.toolNames()
+	}
+	var out []string
+	for _, i := range globs.Unmatched(names) {
+		out = append(out, fmt.Sprintf("tools[%d] %q matches no server-side tool now", i, globs[i]))
+	}
+	return out
 }
 
 // newChat checks a creation request and builds the chat and its first
@@ -92,6 +128,9 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		return chat.Chat{}, nil, err
 	}
 	if err := chat.ValidateDynamicTools(in.DynamicTools, s.serverTool, lim); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	if err := in.Tools.Validate("tools", lim); err != nil {
 		return chat.Chat{}, nil, err
 	}
 	var timeout time.Duration
@@ -131,6 +170,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		SystemPrompt:      in.SystemPrompt,
 		Status:            chat.Waiting,
 		DynamicTools:      tools,
+		Tools:             in.Tools,
 		Labels:            labels,
 		ToolResultTimeout: timeout,
 	}

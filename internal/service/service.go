@@ -29,6 +29,7 @@ type Service struct {
 	cfg        *config.Config
 	log        *slog.Logger
 	serverTool func(name string) bool
+	toolNames  func() []string
 }
 
 // Option configures a Service.
@@ -38,6 +39,13 @@ type Option func(*Service)
 // tools, so a client cannot declare a dynamic tool of the same name.
 func WithServerTools(isServerTool func(name string) bool) Option {
 	return func(s *Service) { s.serverTool = isServerTool }
+}
+
+// WithServerToolNames tells the Service how to list the names of the
+// server-side tools as of now, so that creating a chat can warn of a glob
+// of its "tools" that matches none of them.
+func WithServerToolNames(names func() []string) Option {
+	return func(s *Service) { s.toolNames = names }
 }
 
 // New returns a Service over the store and pubsub. A nil logger discards.

@@ -12,6 +12,7 @@ import (
 var chatTests = map[string]func(*testing.T, opener){
 	"InsertAndGetRoundTrip":     testInsertAndGet,
 	"NilLabelsAndToolsAreEmpty": testNilLabelsAndTools,
+	"ToolGlobsRoundTrip":        testToolGlobsRoundTrip,
 	"InsertDuplicateID":         testInsertDuplicate,
 	"InsertUnknownOwner":        testInsertUnknownOwner,
 	"InsertInvalid":             testInsertInvalid,
@@ -38,6 +39,7 @@ func fullChat() chat.Chat {
 			// Keys out of order: the schema must come back byte for byte.
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"number"}}}`),
 		}},
+		Tools:              chat.ToolGlobs{"weather_*", "github_search_issues", "[a-c]?", `x\*`},
 		Labels:             map[string]string{"source": "slack", "team": "ops"},
 		Archived:           true,
 		LastError:          &chat.ChatError{Kind: "provider", Message: "overloaded", Provider: "openai", HTTPStatus: 529, Retryable: true},
@@ -126,6 +128,81 @@ func testNilLabelsAndTools(t *testing.T, open opener) {
 	}
 	// InsertChat leaves the inserted chat in the same shape.
 	wantEqual(t, "inserted chat", c, got)
+}
+
+// testToolGlobsRoundTrip: a chat's tool selection comes back from every
+// read of the chat as it was stored: nil (every tool) stays nil and shows
+// as "tools": null, an empty selection stays empty, not nil, and globs keep
+// their order.
+func testToolGlobsRoundTrip(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	cases := []struct {
+		name  string
+		globs chat.ToolGlobs
+		json  string
+	}{
+		{"all", nil, `null`},
+		{"none", chat.ToolGlobs{}, `[]`},
+		{"some", chat.ToolGlobs{"weather_*", "github_search_issues", "a?[bc]", "ünïcode_*"}, `["weather_*","github_search_issues","a?[bc]","ünïcode_*"]`},
+	}
+	for _, tc := range cases {
+		check := func(what string, c chat.Chat) {
+			t.Helper()
+			wantEqual(t, tc.name+": "+what, c.Tools, tc.globs)
+		}
+		c := addChat(t, s, chat.Chat{Status: chat.Pending, Tools: tc.globs})
+		check("inserted", c)
+		got := getChat(t, s, c.ID)
+		check("GetChat", got)
+		b, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if string(m["tools"]) != tc.json {
+			t.Fatalf("%s: JSON tools %s, want %s", tc.name, m["tools"], tc.json)
+		}
+		inTx(t, s, func(tx store.Tx) error {
+			locked, err := tx.LockChat(t.Context(), c.ID)
+			check("LockChat", locked)
+			return err
+		})
+		page, err := s.ListChats(t.Context(), store.ChatQuery{Owner: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range page.Chats {
+			if l.ID == c.ID {
+				check("ListChats", l)
+			}
+		}
+		running, l := acquire(t, s, "w1", longTTL)
+		if running.ID != c.ID {
+			t.Fatalf("acquired %s, want %s", running.ID, c.ID)
+		}
+		check("AcquireChats", running)
+		ids, err := s.ReserveMessageIDs(t.Context(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendMessage(t, s, textMessage(c.ID, "question"))
+		res, err := endRuns(t, s, []store.RunEnd{{Lease: l, Answer: chat.Message{ID: ids[0], ChatID: c.ID, Role: chat.RoleAssistant,
+			Parts: []chat.Part{chat.TextPart("answer")}}}})
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("EndRuns: %v %+v", err, res)
+		}
+		check("EndRuns", res[0].Chat)
+		next := mustTransition(t, s, c.ID, store.Transition{From: chat.Waiting, To: chat.Pending})
+		check("TransitionChat", next)
+		got.Title = "renamed"
+		inTx(t, s, func(tx store.Tx) error { return tx.UpdateChatMeta(t.Context(), &got) })
+		check("after UpdateChatMeta", getChat(t, s, c.ID))
+		mustTransition(t, s, c.ID, store.Transition{From: chat.Pending, To: chat.Waiting})
+	}
 }
 
 func testInsertDuplicate(t *testing.T, open opener) {

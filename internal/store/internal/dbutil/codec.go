@@ -66,6 +66,7 @@ type ChatJSON struct {
 	DynamicTools []byte // never null: "[]" when there are none
 	Labels       []byte // never null: "{}" when there are none
 	LastError    []byte // nil (SQL NULL) when there is no error
+	Tools        []byte // nil (SQL NULL) when the chat takes every server-side tool
 }
 
 // EncodeChat encodes the JSON columns of c.
@@ -80,6 +81,11 @@ func EncodeChat(c *chat.Chat) (ChatJSON, error) {
 	}
 	if out.LastError, err = EncodeNullable(c.LastError); err != nil {
 		return out, fmt.Errorf("encode last_error: %w", err)
+	}
+	if c.Tools != nil {
+		if out.Tools, err = json.Marshal(c.Tools); err != nil {
+			return out, fmt.Errorf("encode tools: %w", err)
+		}
 	}
 	return out, nil
 }
@@ -155,6 +161,21 @@ func DecodeChat(c *chat.Chat, tools, labels, lastError []byte) error {
 			return fmt.Errorf("decode last_error of chat %s: %w", c.ID, err)
 		}
 	}
+	return nil
+}
+
+// DecodeToolGlobs fills c.Tools from its column: nil for NULL (every
+// server-side tool), else the globs ([] for none).
+func DecodeToolGlobs(c *chat.Chat, b []byte) error {
+	c.Tools = nil
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	g := chat.ToolGlobs{}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return fmt.Errorf("decode tools of chat %s: %w", c.ID, err)
+	}
+	c.Tools = g
 	return nil
 }
 
