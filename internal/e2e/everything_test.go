@@ -17,40 +17,21 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/testutil/mcptest"
 	"github.com/parleyhq/parley/internal/tools/mcp"
 )
-
-// everythingEnv names the mcp-server-everything executable: the reference
-// server the MCP project publishes on npm (@modelcontextprotocol/server-everything).
-// .ci/run installs it and sets the variable.
-const everythingEnv = "PARLEY_TEST_MCP_EVERYTHING"
-
-// everything returns the reference server's executable, or skips the test
-// with a notice (fails it when CI=true: CI must run these tests).
-func everything(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv(everythingEnv)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set: CI must run the MCP reference server tests", everythingEnv)
-		}
-		fmt.Fprintf(os.Stderr, "NOTICE: %s not set: skipping %s (.ci/run installs the server with npm)\n", everythingEnv, t.Name())
-		t.Skipf("%s not set", everythingEnv)
-	}
-	return bin
-}
 
 // TestEverythingOverStdio and TestEverythingOverHTTP drive the MCP
 // project's reference server through parley's HTTP API: a fake model calls
 // four of its tools in one step, and the results reach the history (and the
 // model) in call order, with the long-running call's progress on the stream.
 func TestEverythingOverStdio(t *testing.T) {
-	bin := everything(t)
+	bin := mcptest.Everything(t)
 	runEverything(t, mcp.Config{Name: "everything", Command: []string{bin, "stdio"}})
 }
 
 func TestEverythingOverHTTP(t *testing.T) {
-	bin := everything(t)
+	bin := mcptest.Everything(t)
 	port := freePort(t)
 	cmd := exec.Command(bin, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
