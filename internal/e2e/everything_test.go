@@ -16,8 +16,8 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
-	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/testutil/mcptest"
+	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/mcp"
 )
 
