@@ -120,7 +120,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 		r.fail(&chat.ChatError{Kind: "internal", Message: "the chat has no message to answer"}, service.ReasonUnknownOutcome)
 		return true, nil
 	}
-	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.DynamicTools)
+	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
 	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(history), Tools: defs}
 
 	msgID, err := r.e.nextMessageID(ctx, history[len(history)-1].ID)
@@ -167,7 +167,7 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	r.wrote(asst)
 
 	progress := func(c chat.ToolCall, p tool.Progress) { r.steps.progress(asst.ID, c, p) }
-	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools, Progress: progress})
+	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools, Tools: r.chat.Tools, Progress: progress})
 	var results *chat.Message
 	if len(out.Results) > 0 {
 		// Until written, the results are the run's to keep: a failure
@@ -297,17 +297,19 @@ func readOn(ctx context.Context, r store.Reader, chatID string, msgs []chat.Mess
 	return msgs, err
 }
 
-// toolDefs lists what the model may call: the server's tools and the chat's
-// dynamic tools. A dynamic tool wins over a server tool that took its name
-// later (a source's list changed), as the dispatcher decides.
-func toolDefs(server []tools.Decl, dynamic []chat.DynamicTool) []llm.ToolDef {
+// toolDefs lists what the model may call: the server's tools the chat
+// selects (chat.ToolGlobs.Selects: every one without a selection) and the
+// chat's dynamic tools, which the selection does not filter. A dynamic tool
+// wins over a server tool that took its name later (a source's list
+// changed), as the dispatcher decides.
+func toolDefs(server []tools.Decl, selected chat.ToolGlobs, dynamic []chat.DynamicTool) []llm.ToolDef {
 	defs := make([]llm.ToolDef, 0, len(server)+len(dynamic))
 	taken := make(map[string]bool, len(dynamic))
 	for _, t := range dynamic {
 		taken[t.Name] = true
 	}
 	for _, t := range server {
-		if !taken[t.Name] {
+		if !taken[t.Name] && selected.Selects(t.Name) {
 			defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 		}
 	}

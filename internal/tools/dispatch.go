@@ -53,6 +53,11 @@ type Step struct {
 	ChatID  string
 	Calls   []chat.ToolCall    // in call order
 	Dynamic []chat.DynamicTool // the chat's dynamic tools, run by the client
+	// Tools is the chat's selection of server-side tools
+	// (chat.ToolGlobs.Selects): nil, every one; a server-side tool it does
+	// not select is unknown to the step. Dynamic tools are not selected by
+	// it.
+	Tools chat.ToolGlobs
 	// Progress, when not nil, receives the progress reports of the calls
 	// in flight (tool.Call.Progress); it must be safe for concurrent use.
 	Progress func(call chat.ToolCall, p tool.Progress)
@@ -123,7 +128,8 @@ type batch struct {
 // MaxConcurrentCalls; each source gets one InvokeBatch with exactly its calls;
 // all of them run at once and Run waits for every one. A chat's dynamic tool
 // takes precedence over a server-side tool of the same name, which a source
-// may have declared after the chat was created.
+// may have declared after the chat was created. A server-side tool the
+// step's Tools does not select is answered as an unknown tool.
 func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	_ = d.reg.Refresh(ctx) // errors are logged; the previous lists stay in use
 	cat := d.reg.snapshot()
@@ -147,8 +153,8 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			continue
 		}
 		e, ok := cat.byName[c.ToolName]
-		if !ok {
-			results[i] = errorPart(c, "%s", unknownTool(c.ToolName, cat, step.Dynamic))
+		if !ok || !step.Tools.Selects(c.ToolName) {
+			results[i] = errorPart(c, "%s", unknownTool(c.ToolName, ok, cat, step))
 			continue
 		}
 		args, msg := checkArgs(e.schema, c.Args)
@@ -284,17 +290,24 @@ func (d *Dispatcher) logFailure(msg string, err error, attrs ...any) {
 // maxListedTools bounds the names an unknown-tool message lists.
 const maxListedTools = 20
 
-// unknownTool tells the model a name is unknown and which names exist.
-func unknownTool(name string, cat *catalog, dynamic []chat.DynamicTool) string {
-	names := make([]string, 0, len(cat.order)+len(dynamic))
+// unknownTool tells the model a name is unknown, or names a server-side
+// tool (exists) the chat did not select, and which names the step may call.
+func unknownTool(name string, exists bool, cat *catalog, step Step) string {
+	names := make([]string, 0, len(cat.order)+len(step.Dynamic))
 	for _, e := range cat.order {
-		names = append(names, e.decl.Name)
+		if step.Tools.Selects(e.decl.Name) {
+			names = append(names, e.decl.Name)
+		}
 	}
-	for _, t := range dynamic {
+	for _, t := range step.Dynamic {
 		names = append(names, t.Name)
 	}
 	slices.Sort(names)
+	names = slices.Compact(names) // a dynamic tool may share a server-side tool's name
 	msg := fmt.Sprintf("unknown tool %q", name)
+	if exists {
+		msg = fmt.Sprintf("unknown tool %q: it is not available in this chat", name)
+	}
 	switch {
 	case len(names) == 0:
 		return msg + "; no tools are available"

@@ -139,6 +139,63 @@ func TestRunUnknownTool(t *testing.T) {
 	}
 }
 
+// TestRunOnlySelectedServerTools: a step of a chat that selected some
+// server-side tools runs those; a call to another server-side tool (a single
+// Tool or a source's) is answered as an unknown tool not available in the
+// chat, listing what the chat may call, and does not run; dynamic tools are
+// not selected by the globs.
+func TestRunOnlySelectedServerTools(t *testing.T) {
+	var diceRan, clockRan atomic.Int32
+	dice := echoTool("dice", func(context.Context) error { diceRan.Add(1); return nil })
+	clock := echoTool("clock", func(context.Context) error { clockRan.Add(1); return nil })
+	src := newFakeSource("a", "a_one", "a_two")
+	reg := newRegistry(t, []tool.Tool{dice, clock}, src)
+	d := NewDispatcher(reg, Options{}, discard())
+	out := d.Run(context.Background(), Step{
+		Calls: []chat.ToolCall{call("c1", "dice", 1), call("c2", "clock", 2), call("c3", "a_one", 3), call("c4", "a_two", 4),
+			weatherCall("c5", "Paris"), call("c6", "nope", 6)},
+		Dynamic: []chat.DynamicTool{dynWeather},
+		Tools:   chat.ToolGlobs{"d?ce", "a_o*"},
+	})
+	if got, want := resultIDs(out.Results), []string{"c1", "c2", "c3", "c4", "c6"}; !slices.Equal(got, want) {
+		t.Fatalf("results %v, want %v", got, want)
+	}
+	if len(out.Pending) != 1 || out.Pending[0].ToolCallID != "c5" {
+		t.Fatalf("pending %+v, want the dynamic call c5", out.Pending)
+	}
+	if p := resultByID(t, out.Results, "c1"); p.IsError || diceRan.Load() != 1 {
+		t.Fatalf("selected tool dice: %s (ran %d times)", p.Output, diceRan.Load())
+	}
+	if p := resultByID(t, out.Results, "c3"); p.IsError {
+		t.Fatalf("selected source tool a_one: %s", p.Output)
+	}
+	if clockRan.Load() != 0 {
+		t.Fatal("the unselected tool clock ran")
+	}
+	if b := src.recorded(); len(b) != 1 || !slices.Equal(callIDs(b[0]), []string{"c3"}) {
+		t.Fatalf("source a got batches %v, want one batch [c3]", b)
+	}
+	for id, name := range map[string]string{"c2": "clock", "c4": "a_two"} {
+		msg := errorText(t, resultByID(t, out.Results, id))
+		if !strings.HasPrefix(msg, fmt.Sprintf("unknown tool %q: it is not available in this chat; available tools: a_one, dice, get_weather", name)) {
+			t.Errorf("call of the unselected %s: %q", name, msg)
+		}
+	}
+	if msg := errorText(t, resultByID(t, out.Results, "c6")); !strings.HasPrefix(msg, `unknown tool "nope"; available tools: a_one, dice, get_weather`) {
+		t.Errorf("call of an unknown tool: %q", msg)
+	}
+
+	// An empty selection takes no server-side tool; nil takes every one.
+	out = d.Run(context.Background(), Step{Calls: []chat.ToolCall{call("c1", "dice", 1)}, Tools: chat.ToolGlobs{}})
+	if msg := errorText(t, out.Results[0]); !strings.Contains(msg, "not available in this chat; no tools are available") {
+		t.Errorf("empty selection: %q", msg)
+	}
+	out = d.Run(context.Background(), Step{Calls: []chat.ToolCall{call("c1", "clock", 1)}})
+	if out.Results[0].IsError || clockRan.Load() != 1 {
+		t.Errorf("no selection: %s", out.Results[0].Output)
+	}
+}
+
 func TestRunInvalidArgsAreNotExecuted(t *testing.T) {
 	var ran atomic.Int32
 	counted := echoTool("dice", func(context.Context) error { ran.Add(1); return nil })
