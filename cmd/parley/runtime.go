@@ -87,8 +87,14 @@ func addMCPServers(reg *tools.Registry, servers []config.MCPServer, log *slog.Lo
 	var wg sync.WaitGroup
 	for i, sc := range servers {
 		srcs[i] = mcp.Open(mcpConfig(sc), opts)
+		wait := time.Duration(sc.ConnectTimeout)
+		if wait == 0 {
+			wait = mcp.DefaultConnectTimeout
+		}
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(sc.ConnectTimeout)+time.Second)
+			// The first attempt is bounded by the connect timeout; this
+			// wait only guards the start against a stuck attempt.
+			ctx, cancel := context.WithTimeout(context.Background(), wait+time.Second)
 			defer cancel()
 			if err := srcs[i].WaitConnected(ctx); err != nil {
 				log.Warn("MCP server not connected; its tools are absent until it is", "source", sc.Name, "err", err)

@@ -22,22 +22,19 @@ type MCPServer struct {
 	BearerTokenEnv string            `yaml:"bearer_token_env"`
 	Allow          []string          `yaml:"allow"` // globs over the server's tool names; none: all
 	Deny           []string          `yaml:"deny"`
-	MaxConcurrency int               `yaml:"max_concurrency"` // calls of one step in flight at once
-	CallTimeout    Duration          `yaml:"call_timeout"`
-	ConnectTimeout Duration          `yaml:"connect_timeout"`
+	// Zero takes the MCP source's default (docs/mcp.md).
+	MaxConcurrency int      `yaml:"max_concurrency"` // calls of one step in flight at once
+	CallTimeout    Duration `yaml:"call_timeout"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
 
 	// Read from the environment by Load.
 	Headers     map[string]string `yaml:"-"`
 	BearerToken string            `yaml:"-"`
 }
 
-// MCP defaults, and the longest call a step waits for.
-const (
-	DefaultMCPMaxConcurrency = 32
-	DefaultMCPCallTimeout    = time.Minute
-	DefaultMCPConnectTimeout = 10 * time.Second
-	MaxMCPCallTimeout        = 110 * time.Second // a step gives all of a source's calls 2 minutes
-)
+// MaxMCPCallTimeout is the longest call_timeout: a step gives all of a
+// source's calls 2 minutes.
+const MaxMCPCallTimeout = 110 * time.Second
 
 // sourceNameRE is what a tool source's name may be: it prefixes tool names.
 var sourceNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -99,15 +96,6 @@ func (s *MCPServer) resolve(getenv func(string) string) error {
 	}
 	if s.MaxConcurrency < 0 || s.CallTimeout < 0 || s.ConnectTimeout < 0 {
 		return fmt.Errorf("max_concurrency, call_timeout and connect_timeout must not be negative")
-	}
-	if s.MaxConcurrency == 0 {
-		s.MaxConcurrency = DefaultMCPMaxConcurrency
-	}
-	if s.CallTimeout == 0 {
-		s.CallTimeout = Duration(DefaultMCPCallTimeout)
-	}
-	if s.ConnectTimeout == 0 {
-		s.ConnectTimeout = Duration(DefaultMCPConnectTimeout)
 	}
 	if time.Duration(s.CallTimeout) > MaxMCPCallTimeout {
 		return fmt.Errorf("call_timeout %s is longer than the most a step waits for a source (%s)", time.Duration(s.CallTimeout), MaxMCPCallTimeout)
