@@ -319,3 +319,53 @@ func TestErrorDecoding(t *testing.T) {
 		t.Error("a bad base URL gave no error")
 	}
 }
+
+func TestCreateChatToolSelection(t *testing.T) {
+	t.Parallel()
+	s := newServer(t) // no server-side tools: every glob matches nothing
+	c, ctx := s.client(), testCtx(t)
+
+	sel, err := c.CreateChat(ctx, client.CreateChatRequest{Tools: []string{"weather_*", "github_search_issues"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`tools[0] "weather_*" matches no server-side tool now`, `tools[1] "github_search_issues" matches no server-side tool now`}
+	if !reflect.DeepEqual(sel.Tools, []string{"weather_*", "github_search_issues"}) || !reflect.DeepEqual(sel.Warnings, want) {
+		t.Fatalf("created: tools %q, warnings %q", sel.Tools, sel.Warnings)
+	}
+	got, err := c.GetChat(ctx, sel.ID)
+	if err != nil || !reflect.DeepEqual(got.Tools, sel.Tools) || got.Warnings != nil {
+		t.Fatalf("get: %+v, %v", got, err)
+	}
+
+	all, err := c.CreateChat(ctx, client.CreateChatRequest{})
+	if err != nil || all.Tools != nil || all.Warnings != nil {
+		t.Fatalf("created without tools: %+v, %v", all, err)
+	}
+	none, err := c.CreateChat(ctx, client.CreateChatRequest{Tools: []string{}})
+	if err != nil || none.Tools == nil || len(none.Tools) != 0 || none.Warnings != nil {
+		t.Fatalf("created with no server-side tools: tools %#v, warnings %q, %v", none.Tools, none.Warnings, err)
+	}
+
+	_, err = c.CreateChat(ctx, client.CreateChatRequest{Tools: []string{"weather_["}})
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Code != "invalid_field" || apiErr.Details["field"] != "tools[0]" {
+		t.Fatalf("a malformed glob: %v", err)
+	}
+}
+
+func TestCreateChatRequestTools(t *testing.T) {
+	for _, tc := range []struct {
+		tools []string
+		want  string
+	}{
+		{nil, `{}`},
+		{[]string{}, `{"tools":[]}`},
+		{[]string{"a_*"}, `{"tools":["a_*"]}`},
+	} {
+		b, err := json.Marshal(client.CreateChatRequest{Tools: tc.tools})
+		if err != nil || string(b) != tc.want {
+			t.Errorf("tools %#v: %s, %v; want %s", tc.tools, b, err, tc.want)
+		}
+	}
+}

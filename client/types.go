@@ -24,6 +24,7 @@ type Chat struct {
 	Status         string            `json:"status"`
 	RequiredAction *RequiredAction   `json:"required_action"`
 	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
+	Tools          []string          `json:"tools"` // globs selecting the server-side tools offered; nil: every one
 	Labels         map[string]string `json:"labels"`
 	Archived       bool              `json:"archived"`
 	LastError      *ChatError        `json:"last_error"`
@@ -33,6 +34,10 @@ type Chat struct {
 	// Version grows with every change of the chat; of two copies of a chat,
 	// the one with the greater Version is the newer.
 	Version int64 `json:"version"`
+	// Warnings are set by CreateChat only: what the server noticed about
+	// the request without refusing it, like a glob of Tools that matches no
+	// server-side tool now.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RequiredAction is what a chat in requires_action waits for: the results of
@@ -158,22 +163,33 @@ type CreateChatRequest struct {
 	// Message is the first user message: a string, or []Part of text parts.
 	Message      any           `json:"message,omitempty"`
 	DynamicTools []DynamicTool `json:"dynamic_tools,omitempty"`
+	// Tools narrows the server-side tools offered to the model to those one
+	// of these globs matches ("weather_*", "github_search_issues"; the
+	// syntax of path.Match). Nil offers every one; a non-nil empty slice
+	// none. Dynamic tools are offered whatever it says.
+	Tools []string `json:"-"`
 	// ToolResultTimeout is the requires_action deadline of the chat; zero
 	// means the server's default.
 	ToolResultTimeout time.Duration `json:"-"`
 }
 
-// MarshalJSON writes ToolResultTimeout as the API's Go duration string.
+// MarshalJSON writes ToolResultTimeout as the API's Go duration string, and
+// Tools when it is not nil (an empty one as []).
 func (r CreateChatRequest) MarshalJSON() ([]byte, error) {
 	type plain CreateChatRequest
 	var timeout string
 	if r.ToolResultTimeout > 0 {
 		timeout = r.ToolResultTimeout.String()
 	}
+	var tools *[]string
+	if r.Tools != nil {
+		tools = &r.Tools
+	}
 	return json.Marshal(struct {
 		plain
-		ToolResultTimeout string `json:"tool_result_timeout,omitempty"`
-	}{plain(r), timeout})
+		Tools             *[]string `json:"tools,omitempty"`
+		ToolResultTimeout string    `json:"tool_result_timeout,omitempty"`
+	}{plain(r), tools, timeout})
 }
 
 // ChatPatch changes a chat; nil fields stay as they are. Labels replaces
