@@ -317,12 +317,12 @@ func TestDocumentedExample(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("the example section has no ```yaml block")
 	}
-	cfg, err := Load(Overrides{ConfigFile: writeConfig(t, yaml)}, env{}.get)
+	cfg, err := Load(Overrides{ConfigFile: writeConfig(t, yaml)}, env{"GITHUB_MCP_TOKEN": "secret"}.get)
 	if err != nil {
 		t.Fatalf("the documented example does not load: %v", err)
 	}
-	if len(cfg.Models) != 5 || len(cfg.Tools.Lua) != 2 || cfg.DefaultModel != "fast" {
-		t.Errorf("documented example: %d models, %d Lua sources, default %q", len(cfg.Models), len(cfg.Tools.Lua), cfg.DefaultModel)
+	if len(cfg.Models) != 5 || len(cfg.Tools.Lua) != 2 || len(cfg.Tools.MCP) != 2 || cfg.DefaultModel != "fast" {
+		t.Errorf("documented example: %d models, %d Lua sources, %d MCP servers, default %q", len(cfg.Models), len(cfg.Tools.Lua), len(cfg.Tools.MCP), cfg.DefaultModel)
 	}
 	var providers []string
 	for _, m := range cfg.Models {
@@ -406,5 +406,51 @@ tools:
 				}
 			}
 		})
+	}
+}
+
+// secretsSet is an environment where every variable but parley's own
+// (PARLEY_*) is set.
+func secretsSet(name string) string {
+	if strings.HasPrefix(name, "PARLEY_") {
+		return ""
+	}
+	return "set"
+}
+
+// TestEveryYAMLExampleInTheDocsLoads loads each ```yaml block of the docs as
+// a configuration file, so no example shows a key or value Load refuses.
+// Every environment variable an example names is taken as set; a block that
+// says it is for Kubernetes is not a parley configuration.
+func TestEveryYAMLExampleInTheDocsLoads(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := 0
+	for _, doc := range docs {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest := string(raw)
+		for n := 1; ; n++ {
+			_, after, ok := strings.Cut(rest, "```yaml\n")
+			if !ok {
+				break
+			}
+			block, tail, _ := strings.Cut(after, "```")
+			rest = tail
+			if strings.HasPrefix(block, "# Kubernetes") {
+				continue
+			}
+			examples++
+			if _, err := Load(Overrides{ConfigFile: writeConfig(t, block)}, secretsSet); err != nil {
+				t.Errorf("%s, yaml example %d does not load: %v", filepath.Base(doc), n, err)
+			}
+		}
+	}
+	if examples < 4 {
+		t.Fatalf("found %d yaml examples in docs/, want at least 4", examples)
 	}
 }
