@@ -28,6 +28,7 @@ type chatFlags struct {
 	url, token   string
 	chatID       string
 	tools        []string // NAME=FILE[:DESCRIPTION]
+	serverTools  []string // --tools globs; nil: not given
 	model        string
 	systemPrompt string
 	toolTimeout  time.Duration
@@ -60,6 +61,13 @@ Then the answer streams on. Tools are declared when the chat is created, so
 --tool does not go with --chat (a continued chat keeps its tools, and chat
 still asks for their results).
 
+Server-side tools: --tools GLOB,GLOB (repeatable) offers the model only the
+server's tools whose names one of the globs matches ("weather_*",
+"github_search_issues"; * ? and [...] as in Go's path.Match); --tools ''
+offers none. Without it the model is offered every server-side tool. Your
+--tool tools are offered either way. A glob that matches no server-side tool
+now is kept, with a warning on stderr. Like --tool, it is for a new chat.
+
 Try it with no provider key on the built-in echo model: the message
 '/call get_weather {"city": "Paris"}' makes it call get_weather.
 
@@ -76,11 +84,22 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 
   # A person answers a dynamic tool (try it with the echo model)
   echo '{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}' > weather.json
-  parley chat --tool 'get_weather=weather.json:Current weather for a city' '/call get_weather {"city":"Paris"}'`,
+  parley chat --tool 'get_weather=weather.json:Current weather for a city' '/call get_weather {"city":"Paris"}'
+
+  # Only some of the server's tools
+  parley chat --tools 'weather_*,github_search_issues' "Any open issue about rain?"`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if f.chatID != "" && len(f.tools) > 0 {
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--tool declares tools of a new chat; it does not go with --chat")}
+			}
+			if cmd.Flags().Changed("tools") {
+				if f.chatID != "" {
+					return &usageError{cmd: cmd.CommandPath(), err: errors.New("--tools selects the server-side tools of a new chat; it does not go with --chat")}
+				}
+				if f.serverTools == nil {
+					f.serverTools = []string{} // --tools '': none
+				}
 			}
 			tools, err := parseTools(f.tools)
 			if err != nil {
@@ -96,6 +115,7 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 	fl.StringVar(&f.token, "token", "", "API `token` (env PARLEY_TOKEN; default: <data-dir>/admin.token)")
 	fl.StringVar(&f.chatID, "chat", "", "continue the chat with this `id`")
 	fl.StringArrayVar(&f.tools, "tool", nil, "declare a dynamic tool that you answer: `NAME=FILE[:DESCRIPTION]`, FILE holding its JSON Schema (repeatable)")
+	fl.StringSliceVar(&f.serverTools, "tools", nil, "offer a new chat's model only the server-side tools these `globs` match (comma-separated, repeatable; '' for none; default: every one)")
 	fl.StringVar(&f.model, "model", "", "`model` of a new chat (default: the server's default)")
 	fl.StringVar(&f.systemPrompt, "system", "", "system `prompt` of a new chat")
 	fl.DurationVar(&f.toolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
@@ -189,7 +209,7 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 
 	if f.chatID == "" {
 		err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
-			DynamicTools: tools, ToolResultTimeout: f.toolTimeout, Message: msg})
+			DynamicTools: tools, Tools: f.serverTools, ToolResultTimeout: f.toolTimeout, Message: msg})
 	} else {
 		err = s.resume(ctx, f.chatID, msg)
 	}
@@ -247,6 +267,9 @@ func (s *chatSession) create(ctx context.Context, req client.CreateChatRequest) 
 	}
 	s.chatID = ch.ID
 	fmt.Fprintf(s.info, "chat %s (continue it with: parley chat --chat %s)\n", ch.ID, ch.ID)
+	for _, w := range ch.Warnings {
+		fmt.Fprintf(s.info, "warning: %s\n", w)
+	}
 	if s.stream, err = s.c.Stream(ctx, ch.ID, 0); err != nil {
 		return fmt.Errorf("stream the chat: %w", err)
 	}

@@ -145,6 +145,65 @@ func TestChatCommand(t *testing.T) {
 	}
 }
 
+// TestChatServerToolSelection: --tools narrows a new chat's server-side
+// tools to its globs (comma-separated or repeated), warns of a glob that
+// matches none of them, and is refused when malformed or with --chat;
+// --tools '' selects none.
+func TestChatServerToolSelection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil)
+	env := []string{"PARLEY_URL=" + s.url, "PARLEY_TOKEN=" + s.token}
+
+	r := runParley(t, dir, env, "chat", "--tools", "current_*,x_*", "--tools", "http_fetch", "hello")
+	if r.code != 0 || r.stdout != "echo: hello\n" {
+		t.Fatalf("chat --tools: exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `warning: tools[1] "x_*" matches no server-side tool now`) || strings.Count(r.stderr, "warning:") != 1 {
+		t.Errorf("stderr does not warn of x_* alone:\n%s", r.stderr)
+	}
+	m := chatIDLine.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no chat id in stderr:\n%s", r.stderr)
+	}
+	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":["current_*","x_*","http_fetch"]`) {
+		t.Errorf("chat: %d %s", code, body)
+	}
+
+	r = runParley(t, dir, env, "chat", "--tools", "", "hello")
+	m = chatIDLine.FindStringSubmatch(r.stderr)
+	if r.code != 0 || m == nil || strings.Contains(r.stderr, "warning:") {
+		t.Fatalf("chat --tools '': exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":[]`) {
+		t.Errorf("chat with --tools '': %d %s", code, body)
+	}
+
+	r = runParley(t, dir, env, "chat", "hello")
+	m = chatIDLine.FindStringSubmatch(r.stderr)
+	if r.code != 0 || m == nil {
+		t.Fatalf("chat: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":null`) {
+		t.Errorf("chat without --tools: %d %s", code, body)
+	}
+
+	for _, f := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"malformed glob", []string{"chat", "--tools", "ok_*,bad[", "hi"}, 1, "tools[1]"},
+		{"with chat", []string{"chat", "--chat", m[1], "--tools", "a_*", "hi"}, 2, "--tools"},
+	} {
+		r := runParley(t, dir, env, f.args...)
+		if r.code != f.code || !strings.Contains(r.stderr, f.want) || r.stdout != "" {
+			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want it to mention %q)", f.name, r.code, f.code, r.stdout, r.stderr, f.want)
+		}
+	}
+}
+
 // TestChatHumanTool: an interactive session with a dynamic tool answered by
 // the person at the terminal: the call is shown, the typed result goes to
 // the model, and its answer mentions it; an "!error" result and plain text
