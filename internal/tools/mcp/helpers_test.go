@@ -55,9 +55,11 @@ type echoIn struct {
 	Msg string `json:"msg"`
 }
 
-func newTestServer(orderN int) *testServer {
+func newTestServer(orderN int) *testServer { return newTestServerWith(orderN, nil) }
+
+func newTestServerWith(orderN int, opts *mcp.ServerOptions) *testServer {
 	ts := &testServer{
-		Server:        mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil),
+		Server:        mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, opts),
 		arrived:       map[string]int{},
 		full:          map[string]chan struct{}{},
 		gaugeArrived:  make(chan struct{}, 1000),
@@ -175,6 +177,15 @@ func newTestServer(orderN int) *testServer {
 			}, nil
 		})
 	return ts
+}
+
+// current0 returns the ready session, which there must be.
+func (s *Source) current0() *session {
+	sess, reason := s.current()
+	if sess == nil {
+		panic("no session: " + reason)
+	}
+	return sess
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -43,34 +43,34 @@ func (ss *session) fail(err error) {
 // wait, connect again, until the source closes.
 func (s *Source) run() {
 	defer close(s.loopDone)
+	first := true
+	// firstEnded ends WaitConnected's wait, once the state it reports is
+	// in place.
+	firstEnded := func(err error) {
+		if first {
+			first = false
+			s.firstErr = err
+			close(s.firstDone)
+		}
+	}
+	defer firstEnded(errSourceClosed)
 	failures := 0    // failed attempts and short-lived sessions in a row
 	lastLogged := "" // the last connect error logged at warn level
-	first := true
 	for {
 		if !s.sleep(s.backoff(failures)) {
 			return
 		}
 		sess, err := s.connect()
-		if err == nil && s.ctx.Err() == nil {
-			s.install(sess) // before WaitConnected returns
-		}
-		if first {
-			s.firstErr = err
-			if err == nil && s.ctx.Err() != nil {
-				s.firstErr = errSourceClosed
-			}
-			close(s.firstDone)
-			first = false
-		}
 		if s.ctx.Err() != nil {
 			if sess != nil {
-				s.drop(sess)
+				_ = s.drop(sess)
 			}
 			return
 		}
 		if err != nil {
 			failures++
 			s.setStatus(tool.StateFailed, err)
+			firstEnded(err)
 			if msg := err.Error(); msg != lastLogged {
 				lastLogged = msg
 				s.log.Warn("mcp server: connect failed; retrying", "err", err, "attempt", failures)
@@ -81,17 +81,22 @@ func (s *Source) run() {
 		}
 		lastLogged = ""
 		connected := time.Now()
+		s.install(sess)
+		firstEnded(nil)
 		res := sess.cs.InitializeResult()
 		s.log.Info("mcp server connected", "tools", len(sess.catalog.Load().decls),
 			"protocol", res.ProtocolVersion, "server", serverName(res))
 
 		lostErr := s.serve(sess)
-		s.drop(sess)
+		closeErr := s.drop(sess)
 		if s.ctx.Err() != nil {
 			return
 		}
 		s.setStatus(tool.StateConnecting, lostErr)
 		attrs := []any{"err", lostErr}
+		if closeErr != nil { // a stdio server's exit status, say
+			attrs = append(attrs, "close", closeErr)
+		}
 		if tail := sess.stderr.tail(); tail != "" {
 			attrs = append(attrs, "stderr", tail)
 		}
@@ -140,7 +145,7 @@ func (s *Source) connect() (*session, error) {
 	s.mu.Unlock()
 	cat, err := s.listTools(ctx, sess)
 	if err != nil {
-		s.drop(sess)
+		_ = s.drop(sess)
 		return nil, s.connectError(fmt.Errorf("list tools: %w", err), ctx, stderr)
 	}
 	sess.catalog.Store(cat)
@@ -207,8 +212,8 @@ func (s *Source) install(sess *session) {
 }
 
 // drop closes sess and forgets it; calls in flight on it fail first, since
-// the SDK's close waits for them.
-func (s *Source) drop(sess *session) {
+// the SDK's close waits for them. It returns the error of the close.
+func (s *Source) drop(sess *session) error {
 	sess.fail(errSourceClosed)
 	s.mu.Lock()
 	if s.sess == sess {
@@ -216,7 +221,7 @@ func (s *Source) drop(sess *session) {
 	}
 	delete(s.live, sess.cs)
 	s.mu.Unlock()
-	_ = sess.cs.Close()
+	return sess.cs.Close()
 }
 
 var errSourceClosed = errors.New("the MCP source is closed")

@@ -291,6 +291,7 @@ func (s *Source) WaitConnected(ctx context.Context) error {
 func (s *Source) Close() error {
 	s.stop()
 	<-s.loopDone
+	s.setStatus(tool.StateFailed, errSourceClosed)
 	return nil
 }
 
