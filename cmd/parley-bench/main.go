@@ -4,8 +4,10 @@
 // (docs/benchmarks.md says what each row measures).
 //
 // It starts the real components — store, pubsub, engine, HTTP API on
-// loopback listeners, the Go client, the tool dispatcher, the Lua source —
-// with in-process models that answer without network.
+// loopback listeners, the Go client, the tool dispatcher, the Lua source,
+// the MCP source — with in-process models that answer without network.
+// The MCP rows' servers are this binary, started again with
+// PARLEY_BENCH_MCP_SERVER=1, which makes it an MCP server on stdio.
 // SQLite always runs, in a temporary directory; PostgreSQL runs when a DSN
 // is given (-postgres, or PARLEY_BENCH_POSTGRES, or PARLEY_TEST_POSTGRES),
 // in a fresh schema dropped at the end.
@@ -31,6 +33,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(mcpServerEnv) == "1" {
+		os.Exit(serveMCP())
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
@@ -54,6 +59,8 @@ type options struct {
 	cycleDuration time.Duration
 	dispatchSteps int
 	luaRounds     int
+	mcpRounds     int
+	mcpCalls      int
 	skip          map[string]bool // groups not to run
 
 	historySizes []int // prior messages of the history rows' chats
@@ -69,10 +76,11 @@ const (
 	groupCycle    = "cycle"    // resume latency and full cycles/s
 	groupDispatch = "dispatch" // dispatcher overhead
 	groupLua      = "lua"      // the Lua source
+	groupMCP      = "mcp"      // an MCP source over stdio
 	groupHistory  = "history"  // step and POST /tool-results cost by history length
 )
 
-var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupHistory}
+var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupMCP, groupHistory}
 
 // parseSkip reads -skip: a comma-separated list of groups.
 func parseSkip(list string) (map[string]bool, error) {
@@ -119,6 +127,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.DurationVar(&o.cycleDuration, "cycle-duration", 3*time.Second, "how long the concurrent clients start new cycles")
 	fs.IntVar(&o.dispatchSteps, "dispatch-steps", 200, "dispatcher steps of 100 calls timed, and Lua batches of 100 instant calls")
 	fs.IntVar(&o.luaRounds, "lua-rounds", 5, "Lua batches of 1,000 sleeps, and Lua-and-Go steps, timed")
+	fs.IntVar(&o.mcpRounds, "mcp-rounds", 20, "MCP steps of 100 calls that each wait 50ms, timed")
+	fs.IntVar(&o.mcpCalls, "mcp-calls", 2000, "MCP echo calls timed through parley, and as many through the SDK alone")
 	sizes := fs.String("history-sizes", "10,1000,10000", "comma-separated prior message `counts` of the history rows' chats; the last is compared with the first")
 	fs.IntVar(&o.historyChats, "history-chats", 5, "chats per history size")
 	fs.IntVar(&o.historySteps, "history-steps", 21, "model calls per history run: steps-1 calls of a server-side tool, then a text")
@@ -139,8 +149,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
-	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1:
-		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps and -lua-rounds must be at least 1")
+	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1 || o.mcpRounds < 1 || o.mcpCalls < 1:
+		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps, -lua-rounds, -mcp-rounds and -mcp-calls must be at least 1")
 	case o.historyChats < 1 || o.historySteps < 2 || o.historyPosts < 1:
 		return o, fmt.Errorf("-history-chats and -history-posts must be at least 1, -history-steps at least 2")
 	case o.rawDuration <= 0 || o.interval <= 0 || o.cycleDuration <= 0:
@@ -187,6 +197,9 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	if b.runs(groupLua) {
 		b.luaRows(ctx)
+	}
+	if b.runs(groupMCP) {
+		b.mcpRows(ctx)
 	}
 	b.sqlite(ctx)
 	if o.postgres != "" {
@@ -245,6 +258,8 @@ func (b *bench) header(w io.Writer) {
 		o.resumeSamples, cycleWarmup, o.cycleClients, o.cycleDuration)
 	fmt.Fprintf(w, "tools: %d dispatcher steps (after %d for warm-up); Lua: %d rounds, %d batches of instant calls\n",
 		o.dispatchSteps, dispatchWarmup, o.luaRounds, o.dispatchSteps)
+	fmt.Fprintf(w, "mcp: %d steps of %d calls waiting %s (after 1 for warm-up), MaxConcurrency %d; %s echo calls through parley and as many through the SDK alone, interleaved (after %d each for warm-up); servers: this binary over stdio\n",
+		o.mcpRounds, mcpStepCalls, mcpWait, mcpConcurrency, thousands(int64(o.mcpCalls)), mcpEchoWarmup)
 	fmt.Fprintf(w, "history: %d chats each of %s prior messages per database; runs of %s at engine concurrency 1; %d POST /tool-results per chat (after 1 for warm-up)\n",
 		o.historyChats, sizeList(o.historySizes), plural(o.historySteps, "step"), o.historyPosts)
 	var skipped []string

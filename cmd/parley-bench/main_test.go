@@ -11,10 +11,20 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
+// TestMain lets the test binary be the MCP rows' server: they start
+// os.Executable, which is the test binary here, with PARLEY_BENCH_MCP_SERVER=1.
+func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerEnv) == "1" {
+		os.Exit(serveMCP())
+	}
+	os.Exit(m.Run())
+}
+
 // small are flags that make a whole run take a few seconds.
 var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-raw-duration", "100ms",
 	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms",
 	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1",
+	"-mcp-rounds", "1", "-mcp-calls", "5",
 	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
@@ -39,6 +49,12 @@ func TestRunSQLite(t *testing.T) {
 		"| Lua: one batch of 1,000 calls that each sleep(0.05), median of 1",
 		"| Lua: dispatch per call, batches of 100 calls that return at once, median of 3",
 		"| Lua: a step with a Lua and a Go source taking 100ms each, median of 1",
+		"| MCP: a step of 100 calls to one stdio server, each waiting 50ms in it, MaxConcurrency 100: dispatcher Run, median of 1",
+		"| MCP: the same 100 calls as concurrent CallTool on a plain SDK session, median of 1",
+		"| MCP echo call over stdio, the SDK alone (ClientSession.CallTool), 5 calls: median",
+		"| MCP echo call over stdio through parley (dispatcher Run of a one-call step), 5 calls: p99",
+		"| parley's overhead per MCP call over stdio (through parley − SDK alone): medians",
+		"- MCP: up to ",
 		"| parley's time per step, model call excluded, after a run's first, SQLite, 10 prior messages (2 runs × 2 steps): median",
 		"| parley's time per step, model call excluded, after a run's first, SQLite, 1,000 prior messages (2 runs × 2 steps): median",
 		"| parley's time per step after a run's first, SQLite: 1,000 vs 10 prior messages, medians",
@@ -59,6 +75,10 @@ func TestRunSQLite(t *testing.T) {
 	}
 	if strings.Contains(table, "error") {
 		t.Errorf("a measurement failed:\n%s", table)
+	}
+	// The server runs a step's calls at once, not one after the other.
+	if strings.Contains(table, "MCP: up to 1 of") {
+		t.Errorf("the MCP server ran one call at a time:\n%s", table)
 	}
 }
 
@@ -97,15 +117,15 @@ func TestRunPostgres(t *testing.T) {
 // database is opened.
 func TestSkip(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"-skip", "loop, stream,cycle,lua,history", "-dispatch-steps", "2"}
+	args := []string{"-skip", "loop, stream,cycle,lua,mcp,history", "-dispatch-steps", "2"}
 	if code := run(args, &out, &errOut, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
 	}
 	table := out.String()
-	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, history") {
+	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, mcp, history") {
 		t.Errorf("no dispatch row, or no skipped line:\n%s", table)
 	}
-	for _, not := range []string{"SQLite", "| Lua", "| resume", "| delta", "prior messages ("} {
+	for _, not := range []string{"SQLite", "| Lua", "| MCP", "| resume", "| delta", "prior messages ("} {
 		if strings.Contains(table, not) {
 			t.Errorf("%q in the output of a run that skips it:\n%s", not, table)
 		}
