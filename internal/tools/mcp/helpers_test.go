@@ -205,6 +205,20 @@ func fastOptions(t *testing.T) Options {
 	return Options{Logger: testLogger(t), MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, terminate: 200 * time.Millisecond}
 }
 
+// memTransport connects to srv over the in-memory transport, a new server
+// session for each connection.
+func memTransport(srv interface {
+	Connect(context.Context, mcp.Transport, *mcp.ServerSessionOptions) (*mcp.ServerSession, error)
+}) func() (mcp.Transport, error) {
+	return func() (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
 // openMem opens a source on srv over the in-memory transport (a new server
 // session for each connection) and waits for it to connect.
 func openMem(t *testing.T, srv *mcp.Server, cfg Config) *Source {
@@ -214,13 +228,7 @@ func openMem(t *testing.T, srv *mcp.Server, cfg Config) *Source {
 	}
 	cfg.Command = []string{"unused"}
 	opts := fastOptions(t)
-	opts.transport = func() (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	opts.transport = memTransport(srv)
 	s := Open(cfg, opts)
 	t.Cleanup(func() { s.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

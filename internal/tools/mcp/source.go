@@ -21,40 +21,39 @@
 //
 // The calls of one step go to the server as concurrent tools/call requests
 // on the one session, at most Config.MaxConcurrency at a time, each bounded
-// by Config.CallTimeout. A call's result is, for the model:
+// by Config.CallTimeout. What the model gets from a call is, when the MCP
+// result is a single text block without structured content, that text as a
+// JSON string; otherwise the object
 //
-//   - when the MCP result is a single text block without structured content,
-//     that text as a JSON string;
-//   - otherwise an object
+//	{"content": [<block>, ...], "structured": <structuredContent>}
 //
-//     {"content": [<block>, ...], "structured": <structuredContent>}
+// where "structured" is left out when the server sent none, and each block
+// is one of these, with empty fields left out:
 //
-//     where "structured" is left out when the server sent none and each
-//     block is one of
-//
-//     {"type": "text", "text": "..."}
-//     {"type": "image", "mime_type": "image/png", "data": "<base64>"}
-//     {"type": "audio", "mime_type": "audio/wav", "data": "<base64>"}
-//     {"type": "resource_link", "uri": "...", "name": "...", "title": "...",
-//     "description": "...", "mime_type": "..."}
-//     {"type": "resource", "uri": "...", "mime_type": "...", "text": "..."}
-//     {"type": "resource", "uri": "...", "mime_type": "...", "blob": "<base64>"}
-//
-//     with empty fields left out.
+//	{"type": "text", "text": "..."}
+//	{"type": "image", "mime_type": "image/png", "data": "<base64>"}
+//	{"type": "audio", "mime_type": "audio/wav", "data": "<base64>"}
+//	{"type": "resource_link", "uri": "...", "name": "...", "title": "...", "description": "...", "mime_type": "..."}
+//	{"type": "resource", "uri": "...", "mime_type": "...", "text": "..."}
+//	{"type": "resource", "uri": "...", "mime_type": "...", "blob": "<base64>"}
 //
 // A result the server marks isError is an error result of the same shape. A
 // JSON-RPC error answering the call (an unknown tool, invalid parameters) is
 // the error result "tool "<name>" failed: <message> (code <code>)", and a
-// call past its timeout the error result "timed out after <timeout>". Calls
-// that report progress (a progress token is sent when tool.Call.Progress is
-// set) have their notifications/progress passed to Call.Progress.
+// call past its timeout the error result "timed out after <timeout>". A call
+// whose tool.Call.Progress is set is sent with a progress token, and the
+// server's notifications/progress for it go to Call.Progress; a report that
+// arrives after the call's result is dropped.
 //
 // Losing the session during a batch (the connection closed, the process
 // exited, an HTTP request that did not get through) fails the whole batch:
 // InvokeBatch returns an error naming what happened, and the session is
 // re-established in the background (a stdio server is started again). A
 // cancelled context makes InvokeBatch return at once; the calls in flight are
-// cancelled on the server with notifications/cancelled.
+// cancelled on the server with notifications/cancelled. Under the stateless
+// protocol over HTTP (2026-07-28) that notification travels in a request of
+// its own, and what cancels a call is the end of its HTTP request: whether
+// the server's tool notices is up to the server.
 package mcp
 
 import (
