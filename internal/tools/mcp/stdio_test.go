@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -209,4 +211,39 @@ func TestInvalidConfigFailsForGood(t *testing.T) {
 	s := Open(Config{Name: "x"}, fastOptions(t))
 	defer s.Close()
 	checkDown(t, s, "neither a command nor a URL")
+}
+
+// recordHandler counts log records by level and message.
+type recordHandler struct {
+	mu    sync.Mutex
+	count map[string]int // "LEVEL message"
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler            { return h }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count[r.Level.String()+" "+r.Message]++
+	return nil
+}
+
+func (h *recordHandler) get(key string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count[key]
+}
+
+// A server that keeps failing the same way is logged at warn level once.
+func TestRepeatedConnectErrorIsLoggedOnce(t *testing.T) {
+	h := &recordHandler{count: map[string]int{}}
+	opts := fastOptions(t)
+	opts.Logger = slog.New(h)
+	s := Open(Config{Name: "x", Command: []string{"/nonexistent/parley-mcp-server"}}, opts)
+	defer s.Close()
+	eventually(t, "three more attempts", func() bool { return h.get("DEBUG mcp server: connect failed again") >= 3 })
+	if n := h.get("WARN mcp server: connect failed; retrying"); n != 1 {
+		t.Fatalf("%d warnings", n)
+	}
 }
