@@ -103,6 +103,7 @@ func measureMCP(ctx context.Context, rounds, calls int, log *slog.Logger) (mcpRe
 		Env:            map[string]string{mcpServerEnv: "1"},
 		MaxConcurrency: mcpConcurrency,
 		CallTimeout:    30 * time.Second,
+		ConnectTimeout: 30 * time.Second, // a loaded machine (the race-built test binary) starts slowly
 	}, mcpsrc.Options{Logger: log})
 	defer src.Close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
