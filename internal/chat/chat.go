@@ -80,7 +80,18 @@ type ToolCall struct {
 	ToolCallID string          `json:"tool_call_id"`
 	ToolName   string          `json:"tool_name"`
 	Args       json.RawMessage `json:"args"`
+	// In required_action: what answers the call (ActionClient or
+	// ActionApproval), and for approvals the tool's source and description.
+	Kind        string `json:"kind,omitempty"`
+	Source      string `json:"source,omitempty"`
+	Description string `json:"description,omitempty"`
 }
+
+// Kinds of pending action (ToolCall.Kind).
+const (
+	ActionClient   = "client"   // a dynamic tool: POST /tool-results
+	ActionApproval = "approval" // a server-side call a person must decide on: POST /approvals
+)
 
 // RequiredAction is what a chat in requires_action waits for.
 type RequiredAction struct {

@@ -31,6 +31,10 @@ const (
 	PartReasoning  = "reasoning"
 	PartToolCall   = "tool-call"
 	PartToolResult = "tool-result"
+	// PartToolDecision records a person's decision on a call that needed
+	// approval; it stands in a tool message before the call's result, and
+	// the model never sees it (the result says what came of it).
+	PartToolDecision = "tool-decision"
 )
 
 // Part is one piece of a message: text, reasoning, a tool call or a tool result.
@@ -42,6 +46,16 @@ type Part struct {
 	Args       json.RawMessage `json:"args,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
+	Decision   *Decision       `json:"decision,omitempty"` // tool-decision; Args then holds edited args, if any
+}
+
+// Decision is who decided what of a call that needed approval.
+type Decision struct {
+	Approved  bool      `json:"approved"`
+	Reason    string    `json:"reason,omitempty"`
+	DecidedBy string    `json:"decided_by"` // the owner
+	Token     string    `json:"token"`      // the name of the token that decided
+	DecidedAt time.Time `json:"decided_at"`
 }
 
 // MarshalJSON writes exactly the fields of the part's type, so a tool result
@@ -71,6 +85,18 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			Output     json.RawMessage `json:"output"`
 			IsError    bool            `json:"is_error"`
 		}{p.Type, p.ToolCallID, p.ToolName, out, p.IsError})
+	case PartToolDecision:
+		d := Decision{}
+		if p.Decision != nil {
+			d = *p.Decision
+		}
+		return json.Marshal(struct {
+			Type       string          `json:"type"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolName   string          `json:"tool_name"`
+			Args       json.RawMessage `json:"args,omitempty"`
+			Decision   Decision        `json:"decision"`
+		}{p.Type, p.ToolCallID, p.ToolName, p.Args, d})
 	default:
 		return json.Marshal(struct {
 			Type string `json:"type"`

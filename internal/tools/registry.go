@@ -33,12 +33,20 @@ type Decl struct {
 	Source string `json:"source"` // BuiltinSource for single Tools, else the source's name
 }
 
+// Approval is whether a tool's calls wait for a person's decision before
+// they run, and the policy that decided it.
+type Approval struct {
+	Policy   string `json:"approval"`          // never | always | destructive
+	Required bool   `json:"requires_approval"` // the policy applied to the tool's annotations
+}
+
 // entry is one callable server-side tool with its compiled schema.
 type entry struct {
-	decl   tool.Decl
-	schema *jsonschema.Schema
-	tool   tool.Tool    // set for a single Tool
-	source *sourceState // set for a source's tool
+	decl     tool.Decl
+	approval Approval // zero: never
+	schema   *jsonschema.Schema
+	tool     tool.Tool    // set for a single Tool
+	source   *sourceState // set for a source's tool
 }
 
 // sourceState is a registered source and the tool list parley uses for it.
