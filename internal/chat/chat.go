@@ -9,21 +9,24 @@ import (
 // object (docs/api.md); the lease fields are the engine's and stay out of
 // it.
 type Chat struct {
-	ID             string            `json:"id"`
-	Owner          string            `json:"owner"`
-	Title          string            `json:"title"`
-	Model          string            `json:"model"`
-	SystemPrompt   string            `json:"system_prompt,omitempty"`
-	Status         Status            `json:"status"`
-	RequiredAction *RequiredAction   `json:"required_action"`
-	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
-	Tools          ToolGlobs         `json:"tools"` // the server-side tools offered (ToolGlobs.Selects)
-	Labels         map[string]string `json:"labels"`
-	Archived       bool              `json:"archived"`
-	LastError      *ChatError        `json:"last_error"`
-	Usage          Usage             `json:"usage"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	ID             string          `json:"id"`
+	Owner          string          `json:"owner"`
+	Title          string          `json:"title"`
+	Model          string          `json:"model"`
+	SystemPrompt   string          `json:"system_prompt,omitempty"`
+	Status         Status          `json:"status"`
+	RequiredAction *RequiredAction `json:"required_action"`
+	DynamicTools   []DynamicTool   `json:"dynamic_tools"`
+	Tools          ToolGlobs       `json:"tools"` // the server-side tools offered (ToolGlobs.Selects)
+	// Approve names server-side tools whose calls wait for a person's
+	// decision in this chat, on top of those the server's policy requires.
+	Approve   ToolGlobs         `json:"approve"`
+	Labels    map[string]string `json:"labels"`
+	Archived  bool              `json:"archived"`
+	LastError *ChatError        `json:"last_error"`
+	Usage     Usage             `json:"usage"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 	// Version grows with every change of the chat that moves UpdatedAt, so
 	// that of two copies of a chat (an event, a read) the newer is known.
 	Version int64 `json:"version"`

@@ -37,6 +37,9 @@ type NewChat struct {
 	// Tools narrows the server-side tools offered to the model to those a
 	// glob matches; nil offers every one.
 	Tools chat.ToolGlobs `json:"tools"`
+	// Approve names server-side tools whose calls wait for a person's
+	// decision in this chat, on top of those the server's policy requires.
+	Approve chat.ToolGlobs `json:"approve"`
 	// ToolResultTimeout is a Go duration ("10m"); "" means the server's default.
 	ToolResultTimeout string `json:"tool_result_timeout"`
 }
@@ -133,6 +136,12 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 	if err := in.Tools.Validate("tools", lim); err != nil {
 		return chat.Chat{}, nil, err
 	}
+	if err := in.Approve.Validate("approve", lim); err != nil {
+		return chat.Chat{}, nil, err
+	}
+	if len(in.Approve) == 0 {
+		in.Approve = nil // none added: shown as null, as stored
+	}
 	var timeout time.Duration
 	if in.ToolResultTimeout != "" {
 		d, err := time.ParseDuration(in.ToolResultTimeout)
@@ -171,6 +180,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		Status:            chat.Waiting,
 		DynamicTools:      tools,
 		Tools:             in.Tools,
+		Approve:           in.Approve,
 		Labels:            labels,
 		ToolResultTimeout: timeout,
 	}

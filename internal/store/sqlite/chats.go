@@ -17,27 +17,27 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools`
+	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 	var (
-		c                             chat.Chat
-		tools, labels, lastErr, globs []byte
-		timeoutMS, created, updated   int64
-		deadline, leaseExpires        sql.NullInt64
+		c                                      chat.Chat
+		tools, labels, lastErr, globs, approve []byte
+		timeoutMS, created, updated            int64
+		deadline, leaseExpires                 sql.NullInt64
 	)
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs)
+		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve)
 	if err != nil {
 		return chat.Chat{}, err
 	}
 	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
 		return chat.Chat{}, err
 	}
-	if err := dbutil.DecodeToolGlobs(&c, globs); err != nil {
+	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
 		return chat.Chat{}, err
 	}
 	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
@@ -148,13 +148,13 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
 		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
-		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools),
+		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools), text(js.Approve),
 		c.Owner)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))

@@ -40,6 +40,7 @@ func fullChat() chat.Chat {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"number"}}}`),
 		}},
 		Tools:              chat.ToolGlobs{"weather_*", "github_search_issues", "[a-c]?", `x\*`},
+		Approve:            chat.ToolGlobs{"github_*", "files_delete"},
 		Labels:             map[string]string{"source": "slack", "team": "ops"},
 		Archived:           true,
 		LastError:          &chat.ChatError{Kind: "provider", Message: "overloaded", Provider: "openai", HTTPStatus: 529, Retryable: true},

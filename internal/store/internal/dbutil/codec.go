@@ -67,6 +67,7 @@ type ChatJSON struct {
 	Labels       []byte // never null: "{}" when there are none
 	LastError    []byte // nil (SQL NULL) when there is no error
 	Tools        []byte // nil (SQL NULL) when the chat takes every server-side tool
+	Approve      []byte // nil (SQL NULL) when the chat adds no tool to approve
 }
 
 // EncodeChat encodes the JSON columns of c.
@@ -85,6 +86,11 @@ func EncodeChat(c *chat.Chat) (ChatJSON, error) {
 	if c.Tools != nil {
 		if out.Tools, err = json.Marshal(c.Tools); err != nil {
 			return out, fmt.Errorf("encode tools: %w", err)
+		}
+	}
+	if len(c.Approve) > 0 {
+		if out.Approve, err = json.Marshal(c.Approve); err != nil {
+			return out, fmt.Errorf("encode approve: %w", err)
 		}
 	}
 	return out, nil
@@ -164,19 +170,32 @@ func DecodeChat(c *chat.Chat, tools, labels, lastError []byte) error {
 	return nil
 }
 
-// DecodeToolGlobs fills c.Tools from its column: nil for NULL (every
-// server-side tool), else the globs ([] for none).
-func DecodeToolGlobs(c *chat.Chat, b []byte) error {
-	c.Tools = nil
+// DecodeToolGlobs fills c.Tools and c.Approve from their columns. Tools is
+// nil for NULL (every server-side tool), else the globs ([] for none);
+// Approve is nil for NULL or none.
+func DecodeToolGlobs(c *chat.Chat, tools, approve []byte) error {
+	var err error
+	if c.Tools, err = decodeGlobs(tools); err != nil {
+		return fmt.Errorf("decode tools of chat %s: %w", c.ID, err)
+	}
+	if c.Approve, err = decodeGlobs(approve); err != nil {
+		return fmt.Errorf("decode approve of chat %s: %w", c.ID, err)
+	}
+	if len(c.Approve) == 0 {
+		c.Approve = nil
+	}
+	return nil
+}
+
+func decodeGlobs(b []byte) (chat.ToolGlobs, error) {
 	if len(b) == 0 || string(b) == "null" {
-		return nil
+		return nil, nil
 	}
 	g := chat.ToolGlobs{}
 	if err := json.Unmarshal(b, &g); err != nil {
-		return fmt.Errorf("decode tools of chat %s: %w", c.ID, err)
+		return nil, err
 	}
-	c.Tools = g
-	return nil
+	return g, nil
 }
 
 // DecodeParts decodes message parts; never nil.
