@@ -148,7 +148,7 @@ func TestChatCommand(t *testing.T) {
 // TestChatServerToolSelection: --tools narrows a new chat's server-side
 // tools to its globs (comma-separated or repeated), warns of a glob that
 // matches none of them, and is refused when malformed or with --chat;
-// --tools '' selects none.
+// --tools ” selects none.
 func TestChatServerToolSelection(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
