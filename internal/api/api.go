@@ -8,7 +8,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -94,7 +93,7 @@ func New(d Deps) (http.Handler, error) {
 	a.metrics = m
 	var opts []service.Option
 	if d.Tools != nil {
-		opts = append(opts, service.WithServerTools(d.Tools.Has), service.WithServerToolNames(toolNames(d.Tools)))
+		opts = append(opts, service.WithServerTools(d.Tools))
 	}
 	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
 	a.register()
@@ -127,17 +126,4 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		attrs = append(attrs, "err", sw.err)
 	}
 	a.log.Log(r.Context(), level, "http request", attrs...)
-}
-
-// toolNames lists the names of the registry's tools, as of a refresh of the
-// sources' lists.
-func toolNames(reg *tools.Registry) func() []string {
-	return func() []string {
-		decls := reg.Decls(context.Background())
-		names := make([]string, len(decls))
-		for i, d := range decls {
-			names[i] = d.Name
-		}
-		return names
-	}
 }

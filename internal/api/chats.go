@@ -128,6 +128,30 @@ type toolResultsRequest struct {
 	Results []service.ToolResult `json:"results"`
 }
 
+// approvalsRequest is the body of POST /api/v1/chats/{id}/approvals.
+type approvalsRequest struct {
+	Decisions []service.Decision `json:"decisions"`
+}
+
+// submitApprovals records a person's decisions on the calls of a
+// requires_action chat that wait for approval, as the owner and the name of
+// the token that authenticated the request.
+func (a *api) submitApprovals(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req approvalsRequest
+	if err := a.decode(w, r, &req); err != nil {
+		return err
+	}
+	by := service.Decider{Owner: owner}
+	if id, ok := r.Context().Value(tokenIDKey{}).(string); ok {
+		if tok, err := a.st.GetToken(r.Context(), id); err == nil {
+			by.Token = tok.Name
+		}
+	}
+	return a.answerChat(w, r, func(id string) (chat.Chat, error) {
+		return a.svc.SubmitApprovals(r.Context(), by, id, req.Decisions)
+	})
+}
+
 // submitToolResults answers a requires_action chat's dynamic tool calls.
 func (a *api) submitToolResults(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req toolResultsRequest

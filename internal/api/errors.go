@@ -39,6 +39,7 @@ func toAPIError(err error) *apiError {
 		se   *service.StatusError
 		sc   *store.StatusConflictError
 		tr   *service.ToolResultsError
+		ae2  *service.ArgsError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -64,6 +65,12 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &ae2):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Message: ae2.Error(),
+			Details: map[string]any{"tool_call_id": ae2.ToolCallID}}
+	case errors.As(err, &tr) && tr.Of == "decisions":
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_decisions", Message: tr.Error(),
+			Details: map[string]any{"missing": nonNil(tr.Missing), "unknown": nonNil(tr.Unknown), "duplicate": nonNil(tr.Duplicate)}}
 	case errors.As(err, &tr):
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_tool_results", Message: tr.Error(),
 			Details: map[string]any{"missing": nonNil(tr.Missing), "unknown": nonNil(tr.Unknown), "duplicate": nonNil(tr.Duplicate)}}

@@ -30,6 +30,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/interrupt", a.authed(a.interrupt))
 	a.handle("POST "+v1+"/chats/{id}/retry", a.authed(a.retry))
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
+	a.handle("POST "+v1+"/chats/{id}/approvals", a.authed(a.submitApprovals))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))
 }
 

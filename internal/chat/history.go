@@ -77,7 +77,9 @@ func callsOf(m Message) []ToolCall {
 // CheckHistory checks the invariant every persisted history keeps: every
 // tool call has exactly one result, in the tool messages right after its
 // assistant message (each of them holds its results in call order), call
-// ids are unique, and no tool message stands anywhere else. Only calls of
+// ids are unique, and no tool message stands anywhere else. A call may
+// also have one decision (a person's, on a call that needed approval), in
+// those tool messages before its result. Only calls of
 // the last assistant message may be open, and only while the chat is in
 // requires_action and mayWait says the call waits for someone (a client's
 // result); a chat in requires_action waits for at least one call. It
@@ -89,7 +91,8 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 		calls     []ToolCall     // of the last assistant message
 		index     map[string]int // call id -> position in calls
 		answered  map[string]bool
-		afterAsst bool // only tool messages since the last assistant message
+		decided   map[string]bool // calls with a person's decision
+		afterAsst bool            // only tool messages since the last assistant message
 	)
 	unanswered := func() []ToolCall {
 		var open []ToolCall
@@ -105,7 +108,7 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 			for _, c := range unanswered() {
 				errs = append(errs, fmt.Errorf("call %s (%s) has no result before message %d", c.ToolCallID, c.ToolName, m.ID))
 			}
-			calls, index, answered, afterAsst = nil, map[string]int{}, map[string]bool{}, m.Role == RoleAssistant
+			calls, index, answered, decided, afterAsst = nil, map[string]int{}, map[string]bool{}, map[string]bool{}, m.Role == RoleAssistant
 			if m.Role == RoleAssistant {
 				calls = callsOf(m)
 				for i, c := range calls {
@@ -124,6 +127,19 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 		}
 		last := -1
 		for _, p := range m.Parts {
+			if p.Type == PartToolDecision {
+				_, ok := index[p.ToolCallID]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("tool message %d: decision on %s, which its assistant message did not call", m.ID, p.ToolCallID))
+				case answered[p.ToolCallID] || decided[p.ToolCallID]:
+					errs = append(errs, fmt.Errorf("tool message %d: decision on %s after its result or another decision", m.ID, p.ToolCallID))
+				case p.Decision == nil:
+					errs = append(errs, fmt.Errorf("tool message %d: decision part on %s without a decision", m.ID, p.ToolCallID))
+				}
+				decided[p.ToolCallID] = true
+				continue
+			}
 			if p.Type != PartToolResult {
 				errs = append(errs, fmt.Errorf("tool message %d holds a %s part", m.ID, p.Type))
 				continue

@@ -150,18 +150,8 @@ func SyntheticResults(calls []ToolCall, reason string) []Part {
 	return parts
 }
 
-// PendingDynamicCalls returns the calls a requires_action chat waits for:
-// the unresolved calls of its last assistant message whose tool is one of
-// the chat's dynamic tools.
+// PendingDynamicCalls returns the calls a requires_action chat waits for
+// its client to answer: the pending actions of kind ActionClient.
 func PendingDynamicCalls(history []Message, dynamic []DynamicTool) []ToolCall {
-	var out []ToolCall
-	for _, c := range UnresolvedCalls(history) {
-		for _, t := range dynamic {
-			if t.Name == c.ToolName {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
+	return OfKind(PendingActions(history, dynamic), ActionClient)
 }

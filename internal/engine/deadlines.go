@@ -14,8 +14,8 @@ import (
 const expireBatch = 100
 
 // expireActions resumes requires_action chats whose deadline passed: each
-// open call gets a synthetic error result, so the model can react, and the
-// chat becomes pending. Any replica may do it; the row lock and the status
+// call still waiting gets a synthetic error result, so the model can react
+// (a call waiting for approval is denied), and the chat becomes pending. Any replica may do it; the row lock and the status
 // check make it happen once.
 func (e *Engine) expireActions(ctx context.Context) {
 	expired, err := e.st.ExpiredActions(ctx, expireBatch)
@@ -48,8 +48,17 @@ func (e *Engine) expireAction(ctx context.Context, x store.Expired) error {
 		if err != nil {
 			return err
 		}
-		if open := chat.UnresolvedCalls(tail); len(open) > 0 {
-			m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, reasonDeadline)}
+		// Calls nobody answered get an error result: a client's "no result",
+		// an approval's "denied". Calls a person approved stay open: the
+		// run makes them when it resumes.
+		if open := chat.PendingActions(tail, c.DynamicTools); len(open) > 0 {
+			parts := chat.SyntheticResults(open, reasonDeadline)
+			for i, call := range open {
+				if call.Kind == chat.ActionApproval {
+					parts[i].Output = chat.DeniedOutput(chat.ReasonNoDecision)
+				}
+			}
+			m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: parts}
 			if err := tx.InsertMessage(ctx, &m); err != nil {
 				return err
 			}

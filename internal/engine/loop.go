@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
@@ -44,6 +45,15 @@ func (r *run) loop(ctx context.Context) error {
 		r.fail(&chat.ChatError{Kind: "unknown_model", Message: fmt.Sprintf("model %q is not configured on this server", r.chat.Model)}, service.ReasonUnknownOutcome)
 		return nil
 	}
+	history, err := r.history(ctx)
+	if err != nil {
+		return r.stopped(ctx, err)
+	}
+	if len(r.approved) > 0 {
+		if done, err := r.runApproved(ctx, history); err != nil || done {
+			return err
+		}
+	}
 	for step := 1; ; step++ {
 		if step > r.e.cfg.MaxSteps {
 			r.fail(&chat.ChatError{Kind: "max_steps", Message: fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)}, service.ReasonUnknownOutcome)
@@ -75,7 +85,17 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if open := chat.UnresolvedCalls(msgs); len(open) > 0 {
+	open := chat.UnresolvedCalls(msgs)
+	if r.chat.LeaseRecoveries == 0 {
+		// Calls a person approved run now, once: if this worker dies while
+		// they run, the next one finds the lease recovered and answers them
+		// "outcome unknown" below rather than running them again.
+		r.approved = chat.ApprovedCalls(msgs)
+		open = slices.DeleteFunc(open, func(c chat.ToolCall) bool {
+			return slices.ContainsFunc(r.approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID })
+		})
+	}
+	if len(open) > 0 {
 		m := chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, service.ReasonUnknownOutcome)}
 		err = r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
 			return insert(ctx, tx, n, &m)
@@ -87,6 +107,21 @@ func (r *run) history(ctx context.Context) ([]chat.Message, error) {
 	}
 	r.msgs = msgs
 	return msgs, nil
+}
+
+// runApproved runs the calls a person approved (r.approved, of the last
+// assistant message of history) and writes their results.
+func (r *run) runApproved(ctx context.Context, history []chat.Message) (done bool, err error) {
+	calls := r.approved
+	r.approved = nil
+	callsBy := int64(0)
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == chat.RoleAssistant {
+			callsBy = history[i].ID
+			break
+		}
+	}
+	return r.runTools(ctx, callsBy, history[len(history)-1].ID, tools.Step{Calls: calls, Tools: r.chat.Tools, Approved: true})
 }
 
 // forModel returns what the model sees of history (the run's msgs):
@@ -166,15 +201,24 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 	}
 	r.wrote(asst)
 
-	progress := func(c chat.ToolCall, p tool.Progress) { r.steps.progress(asst.ID, c, p) }
-	out := r.e.tools.Run(ctx, tools.Step{ChatID: r.chat.ID, Calls: calls, Dynamic: r.chat.DynamicTools, Tools: r.chat.Tools, Progress: progress})
+	return r.runTools(ctx, asst.ID, asst.ID, tools.Step{Calls: calls, Tools: r.chat.Tools, Approve: r.chat.Approve})
+}
+
+// runTools runs the server-side calls of step, made by the assistant
+// message callsBy, and writes their results after message last: it goes on
+// (done false) when none is left for anyone, or lets go of the chat, which
+// waits for a client or a person (requires_action) or failed.
+func (r *run) runTools(ctx context.Context, callsBy, last int64, step tools.Step) (done bool, err error) {
+	step.ChatID, step.Dynamic = r.chat.ID, r.chat.DynamicTools
+	step.Progress = func(c chat.ToolCall, p tool.Progress) { r.steps.progress(callsBy, c, p) }
+	out := r.e.tools.Run(ctx, step)
 	var results *chat.Message
 	if len(out.Results) > 0 {
 		// Until written, the results are the run's to keep: a failure
 		// from here on writes them with it.
 		results = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 		r.unsaved = []*chat.Message{results}
-		id, err := r.e.nextMessageID(context.WithoutCancel(ctx), asst.ID)
+		id, err := r.e.nextMessageID(context.WithoutCancel(ctx), last)
 		if err != nil {
 			return false, err
 		}

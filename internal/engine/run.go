@@ -37,6 +37,9 @@ type run struct {
 	lease store.Lease
 	log   *slog.Logger
 	steps *stepState // what the run streams of the step in progress, for snapshots
+	// approved are calls a person approved that the run makes before it
+	// calls the model (read with the history).
+	approved []chat.ToolCall
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message

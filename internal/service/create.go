@@ -96,8 +96,8 @@ func (s *Service) toolWarnings(globs chat.ToolGlobs) []string {
 		return nil
 	}
 	var names []string
-	if s.toolNames != nil {
-		names = s.toolNames()
+	if s.tools != nil {
+		names = s.tools.Names()
 	}
 	var out []string
 	for _, i := range globs.Unmatched(names) {
@@ -130,7 +130,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 	if err := chat.ValidateLabels(in.Labels, lim); err != nil {
 		return chat.Chat{}, nil, err
 	}
-	if err := chat.ValidateDynamicTools(in.DynamicTools, s.serverTool, lim); err != nil {
+	if err := chat.ValidateDynamicTools(in.DynamicTools, s.isServerTool, lim); err != nil {
 		return chat.Chat{}, nil, err
 	}
 	if err := in.Tools.Validate("tools", lim); err != nil {
@@ -242,3 +242,6 @@ func FallbackTitle(parts []chat.Part, maxBytes int) string {
 	}
 	return strings.TrimRight(short, " ,.;:") + ellipsis
 }
+
+// isServerTool reports a server-side tool's name.
+func (s *Service) isServerTool(name string) bool { return s.tools != nil && s.tools.Has(name) }

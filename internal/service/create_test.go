@@ -1,6 +1,7 @@
 package service
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func TestNewChatTools(t *testing.T) {
 	cfg := config.Default()
 	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo"}}
 	cfg.DefaultModel = "echo"
-	s := New(nil, nil, &cfg, nil, WithServerToolNames(func() []string { return []string{"weather_now", "http_fetch"} }))
+	s := New(nil, nil, &cfg, nil, WithServerTools(namedTools{"weather_now", "http_fetch"}))
 
 	c, _, err := s.newChat("alice", NewChat{})
 	if err != nil || c.Tools != nil {
@@ -68,3 +69,13 @@ func TestNewChatTools(t *testing.T) {
 		t.Fatalf("a server without tools warns of every glob: %q", got)
 	}
 }
+
+// namedTools is a ServerTools of tools without schemas or sources.
+type namedTools []string
+
+func (n namedTools) Has(name string) bool { return slices.Contains(n, name) }
+func (n namedTools) Names() []string      { return n }
+func (n namedTools) Describe(name string) (string, string, bool) {
+	return "builtin", "", n.Has(name)
+}
+func (n namedTools) CheckArgs(string, json.RawMessage) error { return nil }

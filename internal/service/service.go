@@ -11,6 +11,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -24,28 +25,35 @@ import (
 // Service performs chat operations on behalf of owners. It is safe for
 // concurrent use.
 type Service struct {
-	st         store.Store
-	ps         pubsub.PubSub
-	cfg        *config.Config
-	log        *slog.Logger
-	serverTool func(name string) bool
-	toolNames  func() []string
+	st    store.Store
+	ps    pubsub.PubSub
+	cfg   *config.Config
+	log   *slog.Logger
+	tools ServerTools // nil: no server-side tools
 }
 
 // Option configures a Service.
 type Option func(*Service)
 
-// WithServerTools tells the Service which tool names belong to server-side
-// tools, so a client cannot declare a dynamic tool of the same name.
-func WithServerTools(isServerTool func(name string) bool) Option {
-	return func(s *Service) { s.serverTool = isServerTool }
+// ServerTools is what the Service needs to know of the server-side tools
+// (*tools.Registry), as of now.
+type ServerTools interface {
+	// Has reports a server-side tool's name, which a client may not give a
+	// dynamic tool of its own.
+	Has(name string) bool
+	// Names lists them, so creating a chat can warn of a glob of its
+	// "tools" that matches none.
+	Names() []string
+	// Describe gives a tool's source and description, shown with a call
+	// waiting for approval.
+	Describe(name string) (source, description string, ok bool)
+	// CheckArgs validates a person's edited arguments of a call.
+	CheckArgs(name string, args json.RawMessage) error
 }
 
-// WithServerToolNames tells the Service how to list the names of the
-// server-side tools as of now, so that creating a chat can warn of a glob
-// of its "tools" that matches none of them.
-func WithServerToolNames(names func() []string) Option {
-	return func(s *Service) { s.toolNames = names }
+// WithServerTools tells the Service about the server-side tools.
+func WithServerTools(t ServerTools) Option {
+	return func(s *Service) { s.tools = t }
 }
 
 // New returns a Service over the store and pubsub. A nil logger discards.
@@ -73,7 +81,7 @@ func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, err
 	if c.Owner != owner {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
 	}
-	if err := withRequiredAction(ctx, s.st, &c); err != nil {
+	if err := s.withRequiredAction(ctx, s.st, &c); err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
 	return c, nil
@@ -87,7 +95,7 @@ func (s *Service) ListChats(ctx context.Context, owner string, q store.ChatQuery
 		return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
 	}
 	for i := range page.Chats {
-		if err := withRequiredAction(ctx, s.st, &page.Chats[i]); err != nil {
+		if err := s.withRequiredAction(ctx, s.st, &page.Chats[i]); err != nil {
 			return store.ChatPage{}, fmt.Errorf("list chats: %w", err)
 		}
 	}

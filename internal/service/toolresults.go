@@ -19,10 +19,11 @@ type ToolResult struct {
 	IsError    bool            `json:"is_error"`
 }
 
-// ToolResultsError refuses a submission whose ids do not match the pending
-// calls exactly.
+// ToolResultsError refuses a submission (of tool results, or of decisions)
+// whose ids do not match the pending calls exactly.
 type ToolResultsError struct {
-	Missing   []string // pending calls without a result
+	Of        string   // what the submission gives: "results" or "decisions"
+	Missing   []string // pending calls without one
 	Unknown   []string // ids that are not pending calls
 	Duplicate []string // ids given more than once
 }
@@ -30,7 +31,7 @@ type ToolResultsError struct {
 func (e *ToolResultsError) Error() string {
 	var parts []string
 	if len(e.Missing) > 0 {
-		parts = append(parts, "missing results for "+strings.Join(e.Missing, ", "))
+		parts = append(parts, "missing "+e.Of+" for "+strings.Join(e.Missing, ", "))
 	}
 	if len(e.Unknown) > 0 {
 		parts = append(parts, "unknown tool call ids "+strings.Join(e.Unknown, ", "))
@@ -59,9 +60,23 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 		if err != nil {
 			return err
 		}
-		pending := chat.PendingDynamicCalls(tail, c.DynamicTools)
-		byID, err := matchResults(pending, results)
-		if err != nil {
+		actions := chat.PendingActions(tail, c.DynamicTools)
+		pending := chat.OfKind(actions, chat.ActionClient)
+		if len(pending) == 0 {
+			return &StatusError{ChatID: id, Status: c.Status, Reason: "no tool call waits for the client's result (the chat waits for a person's approval: POST /approvals)"}
+		}
+		byID := make(map[string]ToolResult, len(results))
+		ids := make([]string, len(results))
+		for i, r := range results {
+			if len(r.Output) == 0 {
+				r.Output = json.RawMessage("null")
+			}
+			ids[i] = r.ToolCallID
+			if _, dup := byID[r.ToolCallID]; !dup {
+				byID[r.ToolCallID] = r
+			}
+		}
+		if err := matchIDs(pending, ids, "results"); err != nil {
 			return err
 		}
 		parts := make([]chat.Part, len(pending))
@@ -74,54 +89,64 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 			return fmt.Errorf("insert tool results: %w", err)
 		}
 		n.Message(m)
-		if c, err = tx.TransitionChat(ctx, id, store.Transition{From: chat.RequiresAction, To: chat.Pending}); err != nil {
-			return fmt.Errorf("chat %s to pending: %w", id, err)
-		}
-		n.StatusChanged(chat.RequiresAction, c)
-		return nil
+		c, err = resumeIfAnswered(ctx, tx, n, c, len(actions) > len(pending))
+		return err
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("submit tool results to %s: %w", id, err)
 	}
-	return c, nil
+	return c, s.withRequiredAction(ctx, s.st, &c)
 }
 
-// matchResults checks that results answer exactly the pending calls, once
-// each, and indexes them by call id. An output that is absent is JSON null.
-func matchResults(pending []chat.ToolCall, results []ToolResult) (map[string]ToolResult, error) {
+// resumeIfAnswered makes a requires_action chat pending, unless calls of
+// another kind still wait (others), and announces it.
+func resumeIfAnswered(ctx context.Context, tx store.Tx, n *events.Notice, c chat.Chat, others bool) (chat.Chat, error) {
+	if others {
+		return c, nil
+	}
+	after, err := tx.TransitionChat(ctx, c.ID, store.Transition{From: chat.RequiresAction, To: chat.Pending})
+	if err != nil {
+		return c, fmt.Errorf("chat %s to pending: %w", c.ID, err)
+	}
+	n.StatusChanged(chat.RequiresAction, after)
+	return after, nil
+}
+
+// matchIDs checks that ids name exactly the pending calls, once each; of
+// says what the ids come with ("results", "decisions").
+func matchIDs(pending []chat.ToolCall, ids []string, of string) error {
 	want := make(map[string]bool, len(pending))
 	for _, c := range pending {
 		want[c.ToolCallID] = true
 	}
-	var e ToolResultsError
-	byID := make(map[string]ToolResult, len(results))
-	for _, r := range results {
-		switch _, seen := byID[r.ToolCallID]; {
-		case seen:
-			if !slices.Contains(e.Duplicate, r.ToolCallID) {
-				e.Duplicate = append(e.Duplicate, r.ToolCallID)
+	e := ToolResultsError{Of: of}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		switch {
+		case seen[id]:
+			if !slices.Contains(e.Duplicate, id) {
+				e.Duplicate = append(e.Duplicate, id)
 			}
-		case !want[r.ToolCallID]:
-			e.Unknown = append(e.Unknown, r.ToolCallID)
+		case !want[id]:
+			e.Unknown = append(e.Unknown, id)
 		}
-		if len(r.Output) == 0 {
-			r.Output = json.RawMessage("null")
-		}
-		byID[r.ToolCallID] = r
+		seen[id] = true
 	}
 	for _, c := range pending {
-		if _, ok := byID[c.ToolCallID]; !ok {
+		if !seen[c.ToolCallID] {
 			e.Missing = append(e.Missing, c.ToolCallID)
 		}
 	}
 	if len(e.Missing)+len(e.Unknown)+len(e.Duplicate) > 0 {
-		return nil, &e
+		return &e
 	}
-	return byID, nil
+	return nil
 }
 
-// withRequiredAction fills c.RequiredAction when c waits for tool results.
-func withRequiredAction(ctx context.Context, r store.Reader, c *chat.Chat) error {
+// withRequiredAction fills c.RequiredAction when c waits for a client's
+// results or a person's decisions; a call waiting for approval shows its
+// tool's source and description.
+func (s *Service) withRequiredAction(ctx context.Context, r store.Reader, c *chat.Chat) error {
 	if c.Status != chat.RequiresAction {
 		c.RequiredAction = nil
 		return nil
@@ -130,7 +155,12 @@ func withRequiredAction(ctx context.Context, r store.Reader, c *chat.Chat) error
 	if err != nil {
 		return err
 	}
-	ra := &chat.RequiredAction{ToolCalls: chat.PendingDynamicCalls(tail, c.DynamicTools)}
+	ra := &chat.RequiredAction{ToolCalls: chat.PendingActions(tail, c.DynamicTools)}
+	for i, call := range ra.ToolCalls {
+		if call.Kind == chat.ActionApproval && s.tools != nil {
+			ra.ToolCalls[i].Source, ra.ToolCalls[i].Description, _ = s.tools.Describe(call.ToolName)
+		}
+	}
 	if c.ActionDeadline != nil {
 		ra.Deadline = *c.ActionDeadline
 	}

@@ -58,6 +58,11 @@ type Step struct {
 	// not select is unknown to the step. Dynamic tools are not selected by
 	// it.
 	Tools chat.ToolGlobs
+	// Approve adds tools whose calls wait for a person's approval in this
+	// chat, on top of those whose policy requires it.
+	Approve chat.ToolGlobs
+	// Approved says a person approved every call of the step: none waits.
+	Approved bool
 	// Progress, when not nil, receives the progress reports of the calls
 	// in flight (tool.Call.Progress); it must be safe for concurrent use.
 	Progress func(call chat.ToolCall, p tool.Progress)
@@ -67,9 +72,11 @@ type Step struct {
 type Outcome struct {
 	// Results answers every call not left to the client, in call order.
 	Results []chat.Part
-	// Pending are the valid dynamic calls, in call order, for the client to
-	// answer. Empty when a source failed: those calls are answered "not
-	// executed" in Results instead.
+	// Pending are the valid calls left for someone, in call order: dynamic
+	// calls for the client (Kind chat.ActionClient) and server-side calls
+	// that need a person's approval (chat.ActionApproval, with the tool's
+	// source and description). They have not run. Empty when a source
+	// failed: those calls are answered "not executed" in Results instead.
 	Pending []chat.ToolCall
 	// Failures are the source-level failures of the step, in the order of
 	// each source's first call. When there is any, the chat ends in the error
@@ -162,6 +169,10 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			results[i] = errorPart(c, "tool %q: %s", c.ToolName, msg)
 			continue
 		}
+		if !step.Approved && (e.approval.Required || step.Approve.Match(c.ToolName)) {
+			pending = append(pending, i)
+			continue
+		}
 		j := job{index: i, entry: e, call: tool.Call{ID: c.ToolCallID, Name: c.ToolName, Args: args, ChatID: step.ChatID}}
 		if step.Progress != nil {
 			j.call.Progress = func(p tool.Progress) { step.Progress(c, p) }
@@ -200,6 +211,12 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 		if len(out.Failures) > 0 {
 			results[i] = errorPart(c, "not executed: tool source %q failed", out.Failures[0].Source)
 			continue
+		}
+		if _, client := dynamic[c.ToolName]; client {
+			c.Kind = chat.ActionClient
+		} else {
+			e := cat.byName[c.ToolName]
+			c.Kind, c.Source, c.Description = chat.ActionApproval, e.sourceName(), e.decl.Description
 		}
 		out.Pending = append(out.Pending, c)
 	}

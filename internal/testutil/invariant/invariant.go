@@ -54,16 +54,20 @@ func Check(t testing.TB, st Store) {
 			t.Errorf("invariant check: %v", err)
 			continue
 		}
-		if err := chat.CheckHistory(c.Status, msgs, WaitsForClient(c)); err != nil {
+		if err := chat.CheckHistory(c.Status, msgs, MayWait(c, msgs)); err != nil {
 			t.Errorf("invariant broken in chat %s (%s):\n%v", id, c.Status, err)
 		}
 	}
 }
 
-// WaitsForClient reports whether a call of c may stay open: it is a call of
-// one of c's dynamic tools, which the client answers.
-func WaitsForClient(c chat.Chat) func(chat.ToolCall) bool {
+// MayWait reports whether a call of c, with history msgs, may stay open:
+// it waits for the client (a dynamic tool) or for a person's decision (a
+// server-side call that needed approval), or a person approved it and the
+// chat still waits for another call before it runs on.
+func MayWait(c chat.Chat, msgs []chat.Message) func(chat.ToolCall) bool {
+	pending := chat.PendingActions(msgs, c.DynamicTools)
 	return func(call chat.ToolCall) bool {
-		return slices.ContainsFunc(c.DynamicTools, func(d chat.DynamicTool) bool { return d.Name == call.ToolName })
+		return len(pending) > 0 && (slices.ContainsFunc(pending, func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID }) ||
+			slices.ContainsFunc(chat.ApprovedCalls(msgs), func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID }))
 	}
 }
