@@ -33,6 +33,7 @@ type server struct {
 	st  store.Store
 	ps  pubsub.PubSub
 	cfg *config.Config
+	reg *tools.Registry // the server-side tools, for the engine too; nil for none
 	// live: an engine answers with a fake provider, which would be asked
 	// for titles too (createChat).
 	live bool
@@ -82,7 +83,7 @@ func start(t *testing.T, st store.Store, ps pubsub.PubSub, s setup) *server {
 	// does not wait for them (cleanups run last-registered first).
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { ps.Close() })
-	return &server{t: t, url: srv.URL, st: st, ps: ps, cfg: s.cfg}
+	return &server{t: t, url: srv.URL, st: st, ps: ps, cfg: s.cfg, reg: s.tools}
 }
 
 // token issues a token for owner.

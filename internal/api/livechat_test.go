@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/llm/catalog"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // fakeKeyEnv names the variable the fake model's API key is read from.
@@ -66,7 +67,11 @@ func runEngine(t *testing.T, s *server, tune ...func(*engine.Config)) {
 		f(&cfg)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := engine.New(cfg, s.st, s.ps, models, nil, log)
+	var tl engine.Tools
+	if s.reg != nil {
+		tl = tools.NewDispatcher(s.reg, tools.Options{}, nil)
+	}
+	e := engine.New(cfg, s.st, s.ps, models, tl, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
