@@ -26,10 +26,69 @@ import (
 // empty InputSchema means a tool without arguments ({"type": "object"}).
 // parley validates every call's arguments against InputSchema before the tool
 // runs, so an implementation sees only valid arguments.
+//
+// Annotations, when not nil, describe the tool's effects; the approval policy
+// "destructive" reads them (see Annotations). A changed annotation is a
+// changed declaration.
 type Decl struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+}
+
+// Annotations are hints about what a tool's calls do, named and meant as
+// MCP's tool annotations are. Each is a pointer because a hint that is absent
+// differs from one that is false: nil means the tool does not say.
+//
+// They are claims of whoever declared the tool, not guarantees. parley uses
+// them for one thing: under the approval policy "destructive", a tool needs a
+// person's approval unless ReadOnlyHint is true or DestructiveHint is false.
+type Annotations struct {
+	// ReadOnlyHint true: the tool does not modify its environment.
+	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
+	// DestructiveHint false: the tool's updates only add, never delete or
+	// overwrite. Meaningful only when ReadOnlyHint is not true.
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// IdempotentHint true: calling the tool again with the same arguments
+	// has no further effect.
+	IdempotentHint *bool `json:"idempotentHint,omitempty"`
+	// OpenWorldHint true: the tool reaches an open world of external
+	// entities (the web, say), false: a closed domain.
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// ReadOnly returns the annotations of a tool that only reads: readOnlyHint
+// true, destructiveHint false.
+func ReadOnly() *Annotations {
+	yes, no := true, false
+	return &Annotations{ReadOnlyHint: &yes, DestructiveHint: &no}
+}
+
+// Equal reports whether a and b give the same hints; nil equals nil only.
+func (a *Annotations) Equal(b *Annotations) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	same := func(x, y *bool) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
+	return same(a.ReadOnlyHint, b.ReadOnlyHint) && same(a.DestructiveHint, b.DestructiveHint) &&
+		same(a.IdempotentHint, b.IdempotentHint) && same(a.OpenWorldHint, b.OpenWorldHint)
+}
+
+// Clone returns a copy of a that shares no pointer with it (nil for nil).
+func (a *Annotations) Clone() *Annotations {
+	if a == nil {
+		return nil
+	}
+	cp := func(p *bool) *bool {
+		if p == nil {
+			return nil
+		}
+		v := *p
+		return &v
+	}
+	return &Annotations{ReadOnlyHint: cp(a.ReadOnlyHint), DestructiveHint: cp(a.DestructiveHint),
+		IdempotentHint: cp(a.IdempotentHint), OpenWorldHint: cp(a.OpenWorldHint)}
 }
 
 // Call is one call the model made.

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -37,5 +38,55 @@ func TestFunc(t *testing.T) {
 	r, err := tl.Invoke(context.Background(), Call{ID: "c1"})
 	if string(r.Output) != `"c1"` || err != boom {
 		t.Fatalf("Invoke = %s, %v", r.Output, err)
+	}
+}
+
+func TestAnnotationsJSON(t *testing.T) {
+	yes := true
+	cases := []struct {
+		decl Decl
+		want string
+	}{
+		{Decl{Name: "a"}, `{"name":"a","description":"","input_schema":null}`},
+		{Decl{Name: "b", Annotations: ReadOnly()}, `{"name":"b","description":"","input_schema":null,"annotations":{"readOnlyHint":true,"destructiveHint":false}}`},
+		{Decl{Name: "c", Annotations: &Annotations{IdempotentHint: &yes, OpenWorldHint: &yes}}, `{"name":"c","description":"","input_schema":null,"annotations":{"idempotentHint":true,"openWorldHint":true}}`},
+	}
+	for _, tc := range cases {
+		b, err := json.Marshal(tc.decl)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.decl.Name, b, err, tc.want)
+		}
+	}
+}
+
+func TestAnnotationsEqualAndClone(t *testing.T) {
+	yes, no := true, false
+	ro := ReadOnly()
+	cases := []struct {
+		a, b *Annotations
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, &Annotations{}, false}, // an empty object is still a declared one
+		{ro, ReadOnly(), true},
+		{ro, &Annotations{ReadOnlyHint: &yes}, false},
+		{&Annotations{DestructiveHint: &yes}, &Annotations{DestructiveHint: &no}, false},
+		{&Annotations{OpenWorldHint: &no}, &Annotations{OpenWorldHint: &no}, true},
+		{&Annotations{IdempotentHint: &no}, &Annotations{}, false},
+	}
+	for i, tc := range cases {
+		if got := tc.a.Equal(tc.b); got != tc.want {
+			t.Errorf("case %d: Equal = %v, want %v", i, got, tc.want)
+		}
+		if got := tc.b.Equal(tc.a); got != tc.want {
+			t.Errorf("case %d reversed: Equal = %v, want %v", i, got, tc.want)
+		}
+	}
+	c := ro.Clone()
+	if !c.Equal(ro) || c.ReadOnlyHint == ro.ReadOnlyHint {
+		t.Errorf("Clone shares pointers or differs: %+v", c)
+	}
+	if (*Annotations)(nil).Clone() != nil {
+		t.Error("Clone of nil is not nil")
 	}
 }

@@ -20,10 +20,13 @@ import (
 	"github.com/parleyhq/parley/internal/tools/mcp"
 )
 
-// newTools registers the server-side tools of the configuration; their
-// metrics go to metrics.
+// newTools registers the server-side tools of the configuration, under its
+// approval policy; their metrics go to metrics.
 func newTools(cfg *config.Config, log *slog.Logger, metrics prometheus.Registerer) (*tools.Registry, error) {
 	reg := tools.NewRegistry(log)
+	if err := reg.SetApprovalPolicy(approvalPolicy(cfg.Tools)); err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
 	opts := builtin.Options{HTTPFetch: builtin.HTTPFetchOptions{
 		AllowPrivate: cfg.Tools.HTTPFetch.AllowPrivate,
 		AllowHosts:   cfg.Tools.HTTPFetch.AllowHosts,
@@ -67,6 +70,27 @@ func newTools(cfg *config.Config, log *slog.Logger, metrics prometheus.Registere
 		return nil, err
 	}
 	return reg, nil
+}
+
+// approvalPolicy is the configured approval policy: each Lua source's and
+// MCP server's approval (none: never), overridden per tool by the
+// tools.approval rules, in order.
+func approvalPolicy(tc config.Tools) tools.ApprovalPolicy {
+	p := tools.ApprovalPolicy{Sources: map[string]string{}}
+	for _, s := range tc.Lua {
+		if s.Approval != "" {
+			p.Sources[s.Name] = s.Approval
+		}
+	}
+	for _, s := range tc.MCP {
+		if s.Approval != "" {
+			p.Sources[s.Name] = s.Approval
+		}
+	}
+	for _, r := range tc.Approval {
+		p.Rules = append(p.Rules, tools.ApprovalRule{Match: r.Match, Approval: r.Approval})
+	}
+	return p
 }
 
 // addMCPServers opens a source per configured MCP server and waits, for all

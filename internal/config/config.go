@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +62,25 @@ type Tools struct {
 	LuaRuntime LuaRuntime  `yaml:"lua_runtime"`
 	MCP        []MCPServer `yaml:"mcp"`
 	HTTPFetch  HTTPFetch   `yaml:"http_fetch"`
+	// Approval overrides the approval policy of the tools whose names
+	// match, built-in ones included; the first matching rule wins over the
+	// tool's source's approval.
+	Approval []ApprovalRule `yaml:"approval"`
+}
+
+// Approval policies, the values of every approval key: whether a
+// server-side tool's calls wait for a person to approve, edit or deny them.
+// never: they run at once (the default). always: every call waits.
+// destructive: a call waits unless its tool is annotated readOnlyHint true or
+// destructiveHint false (a tool without annotations waits).
+var ApprovalPolicies = []string{"never", "always", "destructive"}
+
+// ApprovalRule sets the approval policy of the tools whose names, as the
+// model sees them (an MCP tool's with its "<server>_" prefix), match a glob
+// (path.Match syntax).
+type ApprovalRule struct {
+	Match    string `yaml:"match"`
+	Approval string `yaml:"approval"` // never | always | destructive
 }
 
 // LuaRuntime sets the limits and permissions every Lua tool source runs
@@ -96,6 +116,9 @@ type Engine struct {
 type LuaSource struct {
 	Name string `yaml:"name"`
 	Path string `yaml:"path"`
+	// Approval is the approval policy of the source's tools (never when
+	// empty) unless a tools.approval rule matches.
+	Approval string `yaml:"approval"`
 }
 
 // Limits bounds what clients may ask of the server.
@@ -292,6 +315,29 @@ func (c *Config) check() error {
 			return fmt.Errorf("tools.lua[%d]: name %q is used twice", i, s.Name)
 		}
 		names[s.Name] = true
+		if err := checkApproval(s.Approval, true); err != nil {
+			return fmt.Errorf("tools.lua[%d] (%s): %w", i, s.Name, err)
+		}
+	}
+	for i, r := range c.Tools.Approval {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("tools.approval[%d]: match glob %q is malformed (want a pattern over tool names like \"github_*\")", i, r.Match)
+		}
+		if err := checkApproval(r.Approval, false); err != nil {
+			return fmt.Errorf("tools.approval[%d] (%s): %w", i, r.Match, err)
+		}
+	}
+	return nil
+}
+
+// checkApproval checks the value of an approval key; empty is allowed (and
+// means never) where the key is optional.
+func checkApproval(v string, optional bool) error {
+	if v == "" && optional {
+		return nil
+	}
+	if !slices.Contains(ApprovalPolicies, v) {
+		return fmt.Errorf("approval %q is not one of %s", v, strings.Join(ApprovalPolicies, ", "))
 	}
 	return nil
 }

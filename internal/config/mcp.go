@@ -26,6 +26,9 @@ type MCPServer struct {
 	MaxConcurrency int      `yaml:"max_concurrency"` // calls of one step in flight at once
 	CallTimeout    Duration `yaml:"call_timeout"`
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// Approval is the approval policy of the server's tools (never when
+	// empty) unless a tools.approval rule matches.
+	Approval string `yaml:"approval"`
 
 	// Read from the environment by Load.
 	Headers     map[string]string `yaml:"-"`
@@ -96,6 +99,9 @@ func (s *MCPServer) resolve(getenv func(string) string) error {
 	}
 	if s.MaxConcurrency < 0 || s.CallTimeout < 0 || s.ConnectTimeout < 0 {
 		return fmt.Errorf("max_concurrency, call_timeout and connect_timeout must not be negative")
+	}
+	if err := checkApproval(s.Approval, true); err != nil {
+		return err
 	}
 	if time.Duration(s.CallTimeout) > MaxMCPCallTimeout {
 		return fmt.Errorf("call_timeout %s is longer than the most a step waits for a source (%s)", time.Duration(s.CallTimeout), MaxMCPCallTimeout)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"sync"
@@ -27,23 +28,28 @@ const listTimeout = 5 * time.Second
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// Decl is a server-side tool as GET /api/v1/tools and the model see it.
+// Decl is a server-side tool as GET /api/v1/tools and the model see it, with
+// its approval as the registry's ApprovalPolicy decides it.
 type Decl struct {
 	tool.Decl
 	Source string `json:"source"` // BuiltinSource for single Tools, else the source's name
+	Approval
 }
 
 // Approval is whether a tool's calls wait for a person's decision before
-// they run, and the policy that decided it.
+// they run, and the policy that decided it (see ApprovalPolicy.Resolve).
 type Approval struct {
 	Policy   string `json:"approval"`          // never | always | destructive
 	Required bool   `json:"requires_approval"` // the policy applied to the tool's annotations
 }
 
 // entry is one callable server-side tool with its compiled schema.
+//
+// An entry is immutable once a catalog holds it: when its approval changes,
+// publish replaces it with a copy.
 type entry struct {
 	decl     tool.Decl
-	approval Approval // zero: never
+	approval Approval // set by publish from the registry's policy
 	schema   *jsonschema.Schema
 	tool     tool.Tool    // set for a single Tool
 	source   *sourceState // set for a source's tool
@@ -67,12 +73,17 @@ type catalog struct {
 // across all of them: a clash is an error when a tool or source is added, and
 // when a source's tool list changes (the source then keeps its previous list).
 // It is safe for concurrent use.
+//
+// Its ApprovalPolicy (SetApprovalPolicy; never for every tool until set)
+// decides which tools need a person's approval; every published tool carries
+// its Approval, recomputed whenever a tool list changes.
 type Registry struct {
 	log *slog.Logger
 
-	mu      sync.Mutex // serialises changes to tools and sources
+	mu      sync.Mutex // serialises changes to tools, sources and policy
 	tools   []*entry
 	sources []*sourceState
+	policy  ApprovalPolicy
 
 	cur atomic.Pointer[catalog] // what steps read, without locking
 }
@@ -85,6 +96,22 @@ func NewRegistry(log *slog.Logger) *Registry {
 	r := &Registry{log: log}
 	r.cur.Store(&catalog{byName: map[string]*entry{}})
 	return r
+}
+
+// SetApprovalPolicy sets the policy that decides which tools need approval,
+// and applies it to every tool already registered. An invalid policy (see
+// ApprovalPolicy.Validate) is refused and the previous one stays.
+func (r *Registry) SetApprovalPolicy(p ApprovalPolicy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	p.Sources = maps.Clone(p.Sources)
+	p.Rules = slices.Clone(p.Rules)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policy = p
+	r.publish()
+	return nil
 }
 
 // AddTool registers a single Tool. Its declaration must be valid and its name
@@ -228,6 +255,14 @@ func (r *Registry) Has(name string) bool {
 	return ok
 }
 
+// RequiresApproval reports whether the server-side tool name needs a
+// person's approval before a call runs, as of the last refresh; false for a
+// name that is not a server-side tool.
+func (r *Registry) RequiresApproval(name string) bool {
+	e, ok := r.snapshot().byName[name]
+	return ok && e.approval.Required
+}
+
 // Close closes every source and returns their errors.
 func (r *Registry) Close() error {
 	r.mu.Lock()
@@ -248,7 +283,7 @@ func (r *Registry) snapshot() *catalog { return r.cur.Load() }
 func (c *catalog) decls() []Decl {
 	out := make([]Decl, len(c.order))
 	for i, e := range c.order {
-		out[i] = Decl{Decl: e.decl, Source: e.sourceName()}
+		out[i] = Decl{Decl: e.decl, Source: e.sourceName(), Approval: e.approval}
 	}
 	return out
 }
@@ -313,9 +348,17 @@ func (r *Registry) owner(name string, except *sourceState) string {
 	return ""
 }
 
-// publish installs a new catalog built from the current tools and sources.
-// r.mu must be held.
+// publish installs a new catalog built from the current tools and sources,
+// each with its approval under the current policy. r.mu must be held.
 func (r *Registry) publish() {
+	for i, e := range r.tools {
+		r.tools[i] = r.withApproval(e)
+	}
+	for _, s := range r.sources {
+		for i, e := range s.entries {
+			s.entries[i] = r.withApproval(e)
+		}
+	}
 	c := &catalog{byName: map[string]*entry{}}
 	c.order = append(c.order, r.tools...)
 	for _, s := range r.sources {
@@ -325,6 +368,19 @@ func (r *Registry) publish() {
 		c.byName[e.decl.Name] = e
 	}
 	r.cur.Store(c)
+}
+
+// withApproval returns e if its approval is the one the policy gives it, else
+// a copy with that approval: a published entry is never changed, since steps
+// read it without locking. r.mu must be held.
+func (r *Registry) withApproval(e *entry) *entry {
+	a := r.policy.Resolve(e.decl.Name, e.sourceName(), e.decl.Annotations)
+	if a == e.approval {
+		return e
+	}
+	cp := *e
+	cp.approval = a
+	return &cp
 }
 
 // newEntry validates a declaration and compiles its schema.
@@ -340,6 +396,7 @@ func newEntry(d tool.Decl) (*entry, error) {
 		return nil, fmt.Errorf("tool %q: %w", d.Name, err)
 	}
 	d.InputSchema = slices.Clone(d.InputSchema) // the caller may reuse its buffer
+	d.Annotations = d.Annotations.Clone()
 	return &entry{decl: d, schema: sch}, nil
 }
 
@@ -360,5 +417,6 @@ func sameDecl(a, b tool.Decl) bool {
 	if len(bytes.TrimSpace(b.InputSchema)) == 0 {
 		b.InputSchema = emptySchema
 	}
-	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema)
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
+		a.Annotations.Equal(b.Annotations)
 }

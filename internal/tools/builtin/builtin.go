@@ -1,5 +1,7 @@
 // Package builtin holds parley's built-in server-side tools: current_time and
-// http_fetch.
+// http_fetch. Both only read, and are annotated so (readOnlyHint true,
+// destructiveHint false): under the approval policy "destructive" they run
+// without approval.
 package builtin
 
 import "github.com/parleyhq/parley/tool"

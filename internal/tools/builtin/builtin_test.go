@@ -48,6 +48,27 @@ func TestToolsRegister(t *testing.T) {
 	}
 }
 
+// TestToolsAreReadOnly: both built-in tools are annotated read-only, so the
+// policy "destructive" lets them run without approval.
+func TestToolsAreReadOnly(t *testing.T) {
+	reg := tools.NewRegistry(slog.New(slog.DiscardHandler))
+	if err := reg.SetApprovalPolicy(tools.ApprovalPolicy{Rules: []tools.ApprovalRule{{Match: "*", Approval: tools.ApprovalDestructive}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range Tools(Options{}) {
+		a := tl.Decl().Annotations
+		if a == nil || a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint {
+			t.Errorf("%s: annotations %+v, want readOnlyHint true, destructiveHint false", tl.Decl().Name, a)
+		}
+		if err := reg.AddTool(tl); err != nil {
+			t.Fatal(err)
+		}
+		if reg.RequiresApproval(tl.Decl().Name) {
+			t.Errorf("%s needs approval under destructive", tl.Decl().Name)
+		}
+	}
+}
+
 func TestCurrentTime(t *testing.T) {
 	fixed := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 	ct := currentTime{now: func() time.Time { return fixed }}

@@ -47,6 +47,7 @@ var httpFetchDecl = tool.Decl{
 		`"url":{"type":"string","description":"the http or https URL to fetch"},` +
 		`"max_bytes":{"type":"integer","minimum":1,"description":"at most this many bytes of the body"}},` +
 		`"required":["url"],"additionalProperties":false}`),
+	Annotations: tool.ReadOnly(), // a GET changes nothing
 }
 
 // HTTPFetch returns the http_fetch tool: {"url", "max_bytes"?} answers

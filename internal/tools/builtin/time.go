@@ -15,6 +15,7 @@ var currentTimeDecl = tool.Decl{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 		`"timezone":{"type":"string","description":"IANA time zone name, for example Europe/Paris; UTC when omitted"}},` +
 		`"additionalProperties":false}`),
+	Annotations: tool.ReadOnly(),
 }
 
 // CurrentTime returns the current_time tool: {"timezone"?: IANA name} answers

@@ -172,6 +172,7 @@ func (r *runner) declare(L *glua.LState) int {
 	var name, desc string
 	var handler *glua.LFunction
 	var schema glua.LValue = glua.LNil
+	var annotations glua.LValue = glua.LNil
 	t.ForEach(func(k, v glua.LValue) {
 		key, _ := k.(glua.LString)
 		switch key {
@@ -195,8 +196,10 @@ func (r *runner) declare(L *glua.LState) int {
 			handler = f
 		case "input_schema":
 			schema = v
+		case "annotations":
+			annotations = v
 		default:
-			L.RaiseError("tool{}: unknown field %s (want name, description, input_schema, handler)", k.String())
+			L.RaiseError("tool{}: unknown field %s (want name, description, input_schema, annotations, handler)", k.String())
 		}
 	})
 	if !toolNameRE.MatchString(name) {
@@ -212,9 +215,59 @@ func (r *runner) declare(L *glua.LState) int {
 	if err != nil {
 		L.RaiseError("tool{} %q: %v", name, err)
 	}
+	ann, err := toolAnnotations(annotations)
+	if err != nil {
+		L.RaiseError("tool{} %q: %v", name, err)
+	}
 	r.tools[name] = handler
-	r.decls = append(r.decls, tool.Decl{Name: name, Description: desc, InputSchema: raw})
+	r.decls = append(r.decls, tool.Decl{Name: name, Description: desc, InputSchema: raw, Annotations: ann})
 	return 0
+}
+
+// toolAnnotations converts tool{}'s annotations table, such as
+// {readOnlyHint = true, destructiveHint = false}: its keys are the MCP hint
+// names and its values booleans. A hint left out stays absent; no table
+// (nil) is no annotations.
+func toolAnnotations(v glua.LValue) (*tool.Annotations, error) {
+	if v == glua.LNil {
+		return nil, nil
+	}
+	t, ok := v.(*glua.LTable)
+	if !ok {
+		return nil, fmt.Errorf("annotations must be a table like {readOnlyHint = true}, not a %s", v.Type())
+	}
+	a := &tool.Annotations{}
+	var err error
+	t.ForEach(func(k, v glua.LValue) {
+		if err != nil {
+			return
+		}
+		var hint **bool
+		if key, ok := k.(glua.LString); ok {
+			switch key {
+			case "readOnlyHint":
+				hint = &a.ReadOnlyHint
+			case "destructiveHint":
+				hint = &a.DestructiveHint
+			case "idempotentHint":
+				hint = &a.IdempotentHint
+			case "openWorldHint":
+				hint = &a.OpenWorldHint
+			}
+		}
+		if hint == nil {
+			err = fmt.Errorf("annotations: unknown hint %s (want readOnlyHint, destructiveHint, idempotentHint, openWorldHint)", k.String())
+			return
+		}
+		b, ok := v.(glua.LBool)
+		if !ok {
+			err = fmt.Errorf("annotations: %s must be true or false, not a %s", k.String(), v.Type())
+			return
+		}
+		val := bool(b)
+		*hint = &val
+	})
+	return a, err
 }
 
 // maxRepBytes bounds what string.rep makes: one call could otherwise ask

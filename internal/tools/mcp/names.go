@@ -40,7 +40,8 @@ type catalog struct {
 var emptyCatalog = &catalog{byName: map[string]*toolEntry{}}
 
 // buildCatalog turns a server's tool list into what the model sees: the
-// tools Allow and Deny let through, named "<server>_<tool>" (see toolNames).
+// tools Allow and Deny let through, named "<server>_<tool>" (see toolNames),
+// each declared with its MCP annotations (see annotations).
 // A tool whose input schema parley could not use is left out and logged, so
 // that one odd tool does not cost the server its whole list.
 func buildCatalog(server string, tools []*mcp.Tool, allow, deny []string, log *slog.Logger) *catalog {
@@ -71,7 +72,7 @@ func buildCatalog(server string, tools []*mcp.Tool, allow, deny []string, log *s
 			continue
 		}
 		e := &toolEntry{
-			decl:        tool.Decl{Name: name, Description: description(t), InputSchema: schemas[i]},
+			decl:        tool.Decl{Name: name, Description: description(t), InputSchema: schemas[i], Annotations: annotations(t.Annotations)},
 			mcpName:     t.Name,
 			annotations: t.Annotations,
 		}
@@ -198,4 +199,33 @@ func description(t *mcp.Tool) string {
 		return t.Annotations.Title
 	}
 	return ""
+}
+
+// annotations are an MCP tool's hints as parley declares them, or nil when
+// the server gave none. The SDK has readOnlyHint and idempotentHint as plain
+// booleans, so false cannot be told from absent there; as MCP defines both
+// as false when absent, they are declared only when true. destructiveHint
+// and openWorldHint are kept as given. The title is not a hint: it is the
+// description when the tool has none.
+func annotations(a *mcp.ToolAnnotations) *tool.Annotations {
+	if a == nil {
+		return nil
+	}
+	out := &tool.Annotations{}
+	if a.ReadOnlyHint {
+		out.ReadOnlyHint = new(true)
+	}
+	if a.IdempotentHint {
+		out.IdempotentHint = new(true)
+	}
+	if a.DestructiveHint != nil {
+		out.DestructiveHint = new(*a.DestructiveHint)
+	}
+	if a.OpenWorldHint != nil {
+		out.OpenWorldHint = new(*a.OpenWorldHint)
+	}
+	if *out == (tool.Annotations{}) {
+		return nil // a title alone
+	}
+	return out
 }

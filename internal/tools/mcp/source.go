@@ -244,8 +244,9 @@ func Open(cfg Config, opts Options) *Source {
 // Name returns the server's configured name.
 func (s *Source) Name() string { return s.cfg.Name }
 
-// Tools returns the server's tools as of the last listing, or none while
-// there is no session. It never fails.
+// Tools returns the server's tools as of the last listing, each with the
+// server's annotations of it, or none while there is no session. It never
+// fails.
 func (s *Source) Tools(context.Context) ([]tool.Decl, error) {
 	return slices.Clone(s.catalog().decls), nil
 }
