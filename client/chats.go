@@ -182,3 +182,23 @@ func (c *Client) SubmitToolResults(ctx context.Context, id string, results []Too
 	err := c.do(ctx, http.MethodPost, chatPath(id, "tool-results"), nil, map[string]any{"results": results}, &ch)
 	return ch, err
 }
+
+// Decide posts the decisions on the calls of a chat in requires_action that
+// wait for approval (Kind ActionApproval): one decision for each of them,
+// in one call. The chat runs on once no call of either kind is pending: with
+// dynamic tool calls pending too, SubmitToolResults their results as well,
+// before or after.
+//
+// A chat with no approval pending (someone decided first, the deadline
+// passed, an interrupt) is a 409 *APIError whose Details["status"] names the
+// status. Missing, unknown or duplicate ids are a 400 naming them, and so
+// are edited Args that do not match the tool's input schema (the message
+// carries the validation error); a 400 changes nothing.
+func (c *Client) Decide(ctx context.Context, id string, decisions []Decision) (Chat, error) {
+	if decisions == nil {
+		decisions = []Decision{}
+	}
+	var ch Chat
+	err := c.do(ctx, http.MethodPost, chatPath(id, "approvals"), nil, map[string]any{"decisions": decisions}, &ch)
+	return ch, err
+}

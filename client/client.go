@@ -6,6 +6,11 @@
 // typed handlers with Handle, declare r.Tools() when creating chats, and
 // r.Run answers every call the model makes to them.
 //
+// Calls of server-side tools that need a person's approval wait in the
+// chat's RequiredAction with Kind ActionApproval: decide on them with Decide
+// (Approve, ApproveWithArgs, Deny), or give the Runner an approver
+// (WithApprover). See docs/approvals.md.
+//
 // Errors the server answers are *APIError values; use errors.As to read the
 // status, the stable code and the details.
 package client

@@ -17,15 +17,17 @@ import (
 
 // Runner serves a program's dynamic tools: it watches the owner's feed for
 // chats that wait for tool results, runs the registered handlers of their
-// calls concurrently, and submits the results.
+// calls concurrently, and submits the results. With WithApprover it also
+// decides on the server-side calls that wait for approval.
 //
 // Several runners (in one process or many) may serve the same owner: the
 // server takes the first submission for a step and answers the others 409,
 // which a runner treats as normal.
 type Runner struct {
-	c      *Client
-	log    *slog.Logger
-	filter func(Chat) bool
+	c        *Client
+	log      *slog.Logger
+	filter   func(Chat) bool
+	approver ApprovalFunc
 
 	mu        sync.Mutex
 	handlers  map[string]handler
@@ -37,7 +39,7 @@ type Runner struct {
 // chatCalls remembers the steps of one chat a runner answered, so the same
 // calls, announced again by the feed or a listing, never run twice.
 type chatCalls struct {
-	keys     map[string]bool // the call ids of each step, joined
+	keys     map[string]bool // the kind and the call ids of each step's calls of that kind, joined
 	inFlight int             // steps being answered
 	touched  time.Time       // last announcement
 }
@@ -65,6 +67,24 @@ func WithLogger(l *slog.Logger) RunnerOption { return func(r *Runner) { r.log = 
 // tools it has no handler for get error results.
 func WithChatFilter(keep func(Chat) bool) RunnerOption {
 	return func(r *Runner) { r.filter = keep }
+}
+
+// ApprovalFunc decides on one call that waits for approval (a ToolCall of
+// Kind ActionApproval) of the chat ch: return Approve(call.ToolCallID),
+// ApproveWithArgs or Deny. The runner sets the decision's ToolCallID to the
+// call's. An error decides nothing: the runner posts no decision for that
+// step, and leaves it to another decider (a person, another program) or to
+// the deadline, which denies the calls.
+type ApprovalFunc func(ctx context.Context, ch Chat, call ToolCall) (Decision, error)
+
+// WithApprover makes the runner decide on the calls that wait for approval:
+// it calls decide for each call of a step in turn, with a context that ends
+// at the step's deadline, and posts all the step's decisions together
+// (Decide). Calls of dynamic tools of the same step still go to the handlers,
+// and their results are posted as well. Without an approver the runner
+// leaves approvals alone: a person, or another program, decides on them.
+func WithApprover(decide ApprovalFunc) RunnerOption {
+	return func(r *Runner) { r.approver = decide }
 }
 
 // NewRunner returns a runner without tools; register them with Handle.
@@ -233,37 +253,115 @@ func (r *Runner) prune() {
 // dispatch answers the calls of a chat in the background, unless this
 // runner took them on already: the feed's events and the listings announce
 // the same calls more than once, and stale announcements arrive after
-// fresh ones.
+// fresh ones. The dynamic tool calls and the approvals of a step are taken
+// on separately: once one kind is answered, the chat may be announced again
+// with the other alone.
 func (r *Runner) dispatch(ctx context.Context, wg *sync.WaitGroup, ch Chat, calls []ToolCall, deadline time.Time) {
 	if len(calls) == 0 || (r.filter != nil && !r.filter(ch)) {
 		return
 	}
-	ids := make([]string, len(calls))
-	for i, c := range calls {
-		ids[i] = c.ToolCallID
+	var client, approvals []ToolCall
+	for _, c := range calls {
+		if c.NeedsApproval() {
+			approvals = append(approvals, c)
+		} else {
+			client = append(client, c)
+		}
+	}
+	if r.approver == nil {
+		approvals = nil // for a person, or another program, to decide
+	}
+	if r.take(ch.ID, ActionClient, client) {
+		wg.Go(func() {
+			r.answer(ctx, ch.ID, client, deadline)
+			r.done(ch.ID)
+		})
+	}
+	if r.take(ch.ID, ActionApproval, approvals) {
+		wg.Go(func() {
+			r.decide(ctx, ch, approvals, deadline)
+			r.done(ch.ID)
+		})
+	}
+}
+
+// take reports whether the calls (of one kind, of one step of the chat) are
+// new to this runner, and if so counts them in flight until done.
+func (r *Runner) take(chatID, kind string, calls []ToolCall) bool {
+	if len(calls) == 0 {
+		return false
+	}
+	ids := make([]string, 0, len(calls)+1)
+	ids = append(ids, kind)
+	for _, c := range calls {
+		ids = append(ids, c.ToolCallID)
 	}
 	key := strings.Join(ids, "\x00")
 	r.mu.Lock()
-	t := r.taken[ch.ID]
+	defer r.mu.Unlock()
+	t := r.taken[chatID]
 	if t == nil {
 		t = &chatCalls{keys: map[string]bool{}}
-		r.taken[ch.ID] = t
+		r.taken[chatID] = t
 	}
 	t.touched = time.Now()
 	if t.keys[key] {
-		r.mu.Unlock()
-		return
+		return false
 	}
 	t.keys[key] = true
 	t.inFlight++
-	r.mu.Unlock()
-	wg.Go(func() {
-		r.answer(ctx, ch.ID, calls, deadline)
-		r.mu.Lock()
+	return true
+}
+
+// done ends what take started.
+func (r *Runner) done(chatID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.taken[chatID]; t != nil {
 		t.inFlight--
 		t.touched = time.Now()
-		r.mu.Unlock()
+	}
+}
+
+// decide asks the approver about each call in turn, within the step's
+// deadline, and posts the decisions together; a failing approver leaves the
+// step undecided.
+func (r *Runner) decide(ctx context.Context, ch Chat, calls []ToolCall, deadline time.Time) {
+	dctx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	decisions := make([]Decision, len(calls))
+	for i, call := range calls {
+		d, err := r.approve(dctx, ch, call)
+		if err != nil {
+			r.log.Warn("runner: no decision on a call that waits for approval; leaving the step undecided",
+				"chat", ch.ID, "tool", call.ToolName, "call", call.ToolCallID, "err", err)
+			return
+		}
+		d.ToolCallID = call.ToolCallID
+		decisions[i] = d
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	r.post(ctx, ch.ID, "decisions", len(decisions), func() error {
+		_, err := r.c.Decide(ctx, ch.ID, decisions)
+		return err
 	})
+}
+
+// approve runs the approver on one call; a panic is an error.
+func (r *Runner) approve(ctx context.Context, ch Chat, call ToolCall) (d Decision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("runner: approver panicked", "tool", call.ToolName, "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return r.approver(ctx, ch, call)
 }
 
 // answer runs the calls concurrently, each with the chat's deadline, and
@@ -313,26 +411,36 @@ func (r *Runner) call(ctx context.Context, call ToolCall) (res ToolResult) {
 // for lack of an answer (network, 5xx).
 const submitAttempts = 4
 
-// submit posts the results. A 409 means another runner answered first, or
-// the chat moved on (deadline, interrupt): nothing to do. A 400 means the
-// calls changed meanwhile: the new ones arrive as a new action.
+// submit posts the results.
 func (r *Runner) submit(ctx context.Context, chatID string, results []ToolResult) {
+	r.post(ctx, chatID, "tool results", len(results), func() error {
+		_, err := r.c.SubmitToolResults(ctx, chatID, results)
+		return err
+	})
+}
+
+// post sends what (tool results or decisions) with send, retrying failures
+// for lack of an answer. A 409 means another runner (or a person) answered
+// first, or the chat moved on (deadline, interrupt): nothing to do. A 400
+// means the calls changed meanwhile (the new ones arrive as a new action),
+// or the answer was refused (edited arguments that fail the tool's schema).
+func (r *Runner) post(ctx context.Context, chatID, what string, n int, send func() error) {
 	delay := r.c.minDelay
 	for attempt := 1; ; attempt++ {
-		_, err := r.c.SubmitToolResults(ctx, chatID, results)
+		err := send()
 		var ae *APIError
 		switch {
 		case err == nil:
-			r.log.Debug("runner: tool results submitted", "chat", chatID, "results", len(results))
+			r.log.Debug("runner: "+what+" submitted", "chat", chatID, "count", n)
 			return
 		case errors.As(err, &ae) && ae.StatusCode == http.StatusConflict:
-			r.log.Debug("runner: results not needed: another runner answered first, or the chat moved on", "chat", chatID, "status", ae.Details["status"])
+			r.log.Debug("runner: "+what+" not needed: another runner answered first, or the chat moved on", "chat", chatID, "status", ae.Details["status"])
 			return
 		case errors.As(err, &ae) && ae.StatusCode < 500:
-			r.log.Warn("runner: tool results refused", "chat", chatID, "err", err)
+			r.log.Warn("runner: "+what+" refused", "chat", chatID, "err", err)
 			return
 		case attempt == submitAttempts || ctx.Err() != nil:
-			r.log.Error("runner: tool results not submitted", "chat", chatID, "err", err)
+			r.log.Error("runner: "+what+" not submitted", "chat", chatID, "err", err)
 			return
 		}
 		select {

@@ -24,7 +24,8 @@ type Chat struct {
 	Status         string            `json:"status"`
 	RequiredAction *RequiredAction   `json:"required_action"`
 	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
-	Tools          []string          `json:"tools"` // globs selecting the server-side tools offered; nil: every one
+	Tools          []string          `json:"tools"`   // globs selecting the server-side tools offered; nil: every one
+	Approve        []string          `json:"approve"` // globs of server-side tools whose calls wait for a decision, besides the server's policy; nil: none added
 	Labels         map[string]string `json:"labels"`
 	Archived       bool              `json:"archived"`
 	LastError      *ChatError        `json:"last_error"`
@@ -40,19 +41,44 @@ type Chat struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// RequiredAction is what a chat in requires_action waits for: the results of
-// its open dynamic tool calls, before Deadline.
+// RequiredAction is what a chat in requires_action waits for, before
+// Deadline: the results of its open dynamic tool calls (Kind ActionClient,
+// answered with SubmitToolResults) and the decisions on its server-side
+// calls that need approval (Kind ActionApproval, answered with Decide).
 type RequiredAction struct {
 	ToolCalls []ToolCall `json:"tool_calls"`
 	Deadline  time.Time  `json:"deadline"`
 }
 
-// ToolCall is a call of a dynamic tool the client must answer.
+// Kinds of pending call (ToolCall.Kind).
+const (
+	// ActionClient is a call of a dynamic tool: the client runs it and
+	// posts its result (SubmitToolResults).
+	ActionClient = "client"
+	// ActionApproval is a call of a server-side tool that waits for a
+	// person's decision (Decide): approved, it runs on the server; denied,
+	// the model gets an error result.
+	ActionApproval = "approval"
+)
+
+// ToolCall is a call the chat waits on: of a dynamic tool the client must
+// answer, or of a server-side tool that needs approval.
 type ToolCall struct {
 	ToolCallID string          `json:"tool_call_id"`
 	ToolName   string          `json:"tool_name"`
 	Args       json.RawMessage `json:"args"`
+	// Kind is ActionClient or ActionApproval; a server that predates
+	// approvals leaves it empty, which means ActionClient.
+	Kind string `json:"kind,omitempty"`
+	// Source and Description are those of the server-side tool, for an
+	// approval.
+	Source      string `json:"source,omitempty"`
+	Description string `json:"description,omitempty"`
 }
+
+// NeedsApproval reports whether the call waits for a decision (Decide)
+// rather than a result (SubmitToolResults).
+func (c ToolCall) NeedsApproval() bool { return c.Kind == ActionApproval }
 
 // DynamicTool declares a tool the client runs itself. InputSchema is a JSON
 // Schema of an object.
@@ -114,18 +140,33 @@ const (
 	PartReasoning  = "reasoning"
 	PartToolCall   = "tool-call"
 	PartToolResult = "tool-result"
+	// PartToolDecision records the decision on a call that needed
+	// approval; it stands in a tool message before the call's result. The
+	// model does not see it: it sees the result.
+	PartToolDecision = "tool-decision"
 )
 
-// Part is one piece of a message: text, reasoning, a tool call or a tool
-// result; the fields of its Type are set.
+// Part is one piece of a message: text, reasoning, a tool call, a tool
+// result or a decision on a call; the fields of its Type are set.
 type Part struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	ToolName   string          `json:"tool_name,omitempty"`
-	Args       json.RawMessage `json:"args,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"` // of a tool-decision: the edited arguments, if any
 	Output     json.RawMessage `json:"output,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
+	Decision   *ToolDecision   `json:"decision,omitempty"` // tool-decision
+}
+
+// ToolDecision is who decided what on a call that needed approval, as the
+// history keeps it.
+type ToolDecision struct {
+	Approved  bool      `json:"approved"`
+	Reason    string    `json:"reason,omitempty"`
+	DecidedBy string    `json:"decided_by"` // the owner of the token that decided
+	Token     string    `json:"token"`      // that token's name
+	DecidedAt time.Time `json:"decided_at"`
 }
 
 // QueuedMessage is a user message that waits until the chat's run ends.
@@ -144,6 +185,13 @@ type Model struct {
 	Default  bool   `json:"default"`
 }
 
+// Approval policies of server-side tools (Tool.Approval).
+const (
+	ApprovalNever       = "never"
+	ApprovalAlways      = "always"
+	ApprovalDestructive = "destructive" // unless the tool says it is read-only or not destructive
+)
+
 // Tool is a server-side tool; Source is "builtin" or the name of the source
 // that owns it.
 type Tool struct {
@@ -151,6 +199,12 @@ type Tool struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
 	Source      string          `json:"source"`
+	// Approval is the tool's approval policy in the server's config
+	// (ApprovalNever, ApprovalAlways or ApprovalDestructive), and
+	// RequiresApproval whether its calls wait for a decision under it. A
+	// chat may require approval of more tools (CreateChatRequest.Approve).
+	Approval         string `json:"approval,omitempty"`
+	RequiresApproval bool   `json:"requires_approval"`
 }
 
 // CreateChatRequest is the body of POST /api/v1/chats; every field is
@@ -168,6 +222,11 @@ type CreateChatRequest struct {
 	// syntax of path.Match). Nil offers every one; a non-nil empty slice
 	// none. Dynamic tools are offered whatever it says.
 	Tools []string `json:"-"`
+	// Approve makes the calls of the server-side tools these globs match
+	// wait for a decision (Decide) before they run, on top of those the
+	// server's policy requires approval of; it cannot exempt a tool the
+	// server requires approval of.
+	Approve []string `json:"approve,omitempty"`
 	// ToolResultTimeout is the requires_action deadline of the chat; zero
 	// means the server's default.
 	ToolResultTimeout time.Duration `json:"-"`
@@ -279,4 +338,35 @@ func ErrorResult(callID, msg string) ToolResult {
 	r := TextResult(callID, msg)
 	r.IsError = true
 	return r
+}
+
+// Decision decides on one call that needs approval (a ToolCall of Kind
+// ActionApproval). Build one with Approve, ApproveWithArgs or Deny, and post
+// the decisions on every pending approval of a chat together with Decide.
+type Decision struct {
+	ToolCallID string `json:"tool_call_id"`
+	Approve    bool   `json:"approve"`
+	// Args, when set, replaces the model's arguments of an approved call;
+	// the server checks it against the tool's input schema.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Reason says why; the model sees it when the call is denied
+	// ("denied: REASON").
+	Reason string `json:"reason,omitempty"`
+}
+
+// Approve returns a decision that lets the call run with the model's
+// arguments.
+func Approve(callID string) Decision { return Decision{ToolCallID: callID, Approve: true} }
+
+// ApproveWithArgs returns a decision that lets the call run with args (a
+// JSON object) in place of the model's arguments.
+func ApproveWithArgs(callID string, args json.RawMessage) Decision {
+	return Decision{ToolCallID: callID, Approve: true, Args: args}
+}
+
+// Deny returns a decision that refuses the call: it does not run, and the
+// model gets the error result "denied: REASON" ("denied" when reason is
+// empty).
+func Deny(callID, reason string) Decision {
+	return Decision{ToolCallID: callID, Reason: reason}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ type chatFlags struct {
 	chatID       string
 	tools        []string // NAME=FILE[:DESCRIPTION]
 	serverTools  []string // --tools globs; nil: not given
+	approve      []string // --approve globs
 	model        string
 	systemPrompt string
 	toolTimeout  time.Duration
@@ -68,6 +70,18 @@ offers none. Without it the model is offered every server-side tool. Your
 --tool tools are offered either way. A glob that matches no server-side tool
 now is kept, with a warning on stderr. Like --tool, it is for a new chat.
 
+Approvals: when the model calls a server-side tool that needs approval (the
+server's policy, or --approve GLOB,GLOB on a new chat, which adds the tools
+the globs match), chat shows the call (tool, source, description and
+arguments) and asks "approve? [y/n/e(dit)]":
+  - y runs the call as the model made it;
+  - n denies it, after asking for an optional reason (the model sees
+    "denied: REASON");
+  - e asks for new arguments, a JSON object on one line, or over several
+    lines ended by a blank line (a blank line first keeps the prompt), and
+    runs the call with them; the server checks them against the tool's
+    schema, and asks again if they do not match.
+
 Try it with no provider key on the built-in echo model: the message
 '/call get_weather {"city": "Paris"}' makes it call get_weather.
 
@@ -87,7 +101,10 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
   parley chat --tool 'get_weather=weather.json:Current weather for a city' '/call get_weather {"city":"Paris"}'
 
   # Only some of the server's tools
-  parley chat --tools 'weather_*,github_search_issues' "Any open issue about rain?"`,
+  parley chat --tools 'weather_*,github_search_issues' "Any open issue about rain?"
+
+  # Approve each call of the built-in http_fetch yourself
+  parley chat --approve http_fetch "What is on https://example.com?"`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if f.chatID != "" && len(f.tools) > 0 {
@@ -100,6 +117,9 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 				if f.serverTools == nil {
 					f.serverTools = []string{} // --tools '': none
 				}
+			}
+			if f.chatID != "" && len(f.approve) > 0 {
+				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--approve selects the tools a new chat asks approval of; it does not go with --chat")}
 			}
 			tools, err := parseTools(f.tools)
 			if err != nil {
@@ -116,6 +136,7 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 	fl.StringVar(&f.chatID, "chat", "", "continue the chat with this `id`")
 	fl.StringArrayVar(&f.tools, "tool", nil, "declare a dynamic tool that you answer: `NAME=FILE[:DESCRIPTION]`, FILE holding its JSON Schema (repeatable)")
 	fl.StringSliceVar(&f.serverTools, "tools", nil, "offer a new chat's model only the server-side tools these `globs` match (comma-separated, repeatable; '' for none; default: every one)")
+	fl.StringSliceVar(&f.approve, "approve", nil, "ask your approval of each call of the server-side tools these `globs` match, besides those the server requires it of (comma-separated, repeatable; new chats)")
 	fl.StringVar(&f.model, "model", "", "`model` of a new chat (default: the server's default)")
 	fl.StringVar(&f.systemPrompt, "system", "", "system `prompt` of a new chat")
 	fl.DurationVar(&f.toolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
@@ -209,7 +230,7 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 
 	if f.chatID == "" {
 		err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
-			DynamicTools: tools, Tools: f.serverTools, ToolResultTimeout: f.toolTimeout, Message: msg})
+			DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: msg})
 	} else {
 		err = s.resume(ctx, f.chatID, msg)
 	}
@@ -251,11 +272,11 @@ type chatSession struct {
 	info   io.Writer // chat id, tool calls, prompts, notices
 	in     *lineReader
 
-	seen     int64          // the highest message id known
-	since    int64          // a user message above this id is the turn's
-	printed  map[int64]bool // messages shown (or whose deltas were)
-	asked    map[string]bool
-	midLine  bool // the answer output does not end with a newline
+	seen     int64           // the highest message id known
+	since    int64           // a user message above this id is the turn's
+	printed  map[int64]bool  // messages shown (or whose deltas were)
+	asked    map[string]bool // the tool call ids asked about
+	midLine  bool            // the answer output does not end with a newline
 	streamed map[int64]bool
 }
 
@@ -422,21 +443,35 @@ func (s *chatSession) endLine() {
 	}
 }
 
-// answerCalls shows each call, asks for its result, and submits them all;
-// the same calls are asked for once.
+// answerCalls shows each call the chat waits on and asks for its result
+// (a dynamic tool) or for the decision on it (an approval), then posts the
+// results and the decisions; each call is asked about once.
 func (s *chatSession) answerCalls(ctx context.Context, calls []client.ToolCall) error {
-	ids := make([]string, len(calls))
-	for i, c := range calls {
-		ids[i] = c.ToolCallID
+	var fresh []client.ToolCall
+	for _, c := range calls {
+		if !s.asked[c.ToolCallID] {
+			fresh = append(fresh, c)
+			s.asked[c.ToolCallID] = true
+		}
 	}
-	key := strings.Join(ids, "\x00")
-	if len(calls) == 0 || s.asked[key] {
+	if len(fresh) == 0 {
 		return nil
 	}
-	s.asked[key] = true
 	s.endLine()
-	results := make([]client.ToolResult, len(calls))
-	for i, call := range calls {
+	var (
+		results   []client.ToolResult
+		approvals []client.ToolCall
+		decisions []client.Decision
+	)
+	for _, call := range fresh {
+		if call.NeedsApproval() {
+			d, err := s.askDecision(ctx, call)
+			if err != nil {
+				return err
+			}
+			approvals, decisions = append(approvals, call), append(decisions, d)
+			continue
+		}
 		fmt.Fprintf(s.info, "tool call %s %s\n", call.ToolName, compactJSON(call.Args))
 		line, err := s.ask(ctx, "result (JSON, text, or !error TEXT)> ")
 		if err != nil {
@@ -445,18 +480,200 @@ func (s *chatSession) answerCalls(ctx context.Context, calls []client.ToolCall) 
 			}
 			return err
 		}
-		results[i] = parseResult(call.ToolCallID, line)
+		results = append(results, parseResult(call.ToolCallID, line))
 	}
-	_, err := s.c.SubmitToolResults(ctx, s.chatID, results)
-	var ae *client.APIError
-	if errors.As(err, &ae) && ae.StatusCode == http.StatusConflict {
-		fmt.Fprintf(s.info, "(results not taken: the chat is %v now)\n", ae.Details["status"])
-		return nil
+	if len(results) > 0 {
+		_, err := s.c.SubmitToolResults(ctx, s.chatID, results)
+		var ae *client.APIError
+		switch {
+		case errors.As(err, &ae) && ae.StatusCode == http.StatusConflict:
+			fmt.Fprintf(s.info, "(results not taken: the chat is %v now)\n", ae.Details["status"])
+		case err != nil:
+			return fmt.Errorf("submit the tool results: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("submit the tool results: %w", err)
+	if len(approvals) > 0 {
+		return s.decide(ctx, approvals, decisions)
 	}
 	return nil
+}
+
+// decide posts the decisions on the approvals. When the server refuses them
+// (say, edited arguments that do not match the tool's schema) while the
+// same approvals still wait, it says why and asks for the decisions again.
+func (s *chatSession) decide(ctx context.Context, approvals []client.ToolCall, decisions []client.Decision) error {
+	for {
+		_, err := s.c.Decide(ctx, s.chatID, decisions)
+		var ae *client.APIError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ae) && ae.StatusCode == http.StatusConflict:
+			fmt.Fprintf(s.info, "(decisions not taken: someone decided first, or the chat moved on; it is %v now)\n", ae.Details["status"])
+			return nil
+		case !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest || !s.stillPending(ctx, approvals):
+			return fmt.Errorf("submit the decisions: %w", err)
+		}
+		fmt.Fprintf(s.info, "the server refused the decisions: %s\ndecide again:\n", ae.Message)
+		for i, call := range approvals {
+			if decisions[i], err = s.askDecision(ctx, call); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// stillPending reports whether the chat waits for decisions on exactly
+// these calls.
+func (s *chatSession) stillPending(ctx context.Context, approvals []client.ToolCall) bool {
+	ch, err := s.c.GetChat(ctx, s.chatID)
+	if err != nil || ch.Status != client.StatusRequiresAction || ch.RequiredAction == nil {
+		return false
+	}
+	var pending []string
+	for _, c := range ch.RequiredAction.ToolCalls {
+		if c.NeedsApproval() {
+			pending = append(pending, c.ToolCallID)
+		}
+	}
+	if len(pending) != len(approvals) {
+		return false
+	}
+	for i, c := range approvals {
+		if pending[i] != c.ToolCallID {
+			return false
+		}
+	}
+	return true
+}
+
+// askDecision shows a call that needs approval and asks for the decision:
+// y approves, n denies (with an optional reason), e approves with edited
+// arguments.
+func (s *chatSession) askDecision(ctx context.Context, call client.ToolCall) (client.Decision, error) {
+	fmt.Fprintf(s.info, "tool call %s needs your approval", call.ToolName)
+	if call.Source != "" {
+		fmt.Fprintf(s.info, " (source %s)", call.Source)
+	}
+	fmt.Fprintln(s.info)
+	if desc := strings.TrimSpace(call.Description); desc != "" {
+		fmt.Fprintf(s.info, "  %s\n", strings.ReplaceAll(desc, "\n", "\n  "))
+	}
+	fmt.Fprintf(s.info, "  args: %s\n", prettyJSON(call.Args, "  "))
+	for {
+		line, err := s.ask(ctx, "approve? [y/n/e(dit)] ")
+		if err != nil {
+			return client.Decision{}, s.decisionInputErr(call, err)
+		}
+		switch strings.ToLower(line) {
+		case "y", "yes":
+			return client.Approve(call.ToolCallID), nil
+		case "n", "no":
+			fmt.Fprint(s.info, "reason (optional)> ")
+			reason, err := s.in.read(ctx)
+			if err != nil {
+				fmt.Fprintln(s.info)
+				return client.Decision{}, s.decisionInputErr(call, err)
+			}
+			return client.Deny(call.ToolCallID, strings.TrimSpace(reason)), nil
+		case "e", "edit":
+			args, err := s.editArgs(ctx)
+			if err != nil {
+				return client.Decision{}, s.decisionInputErr(call, err)
+			}
+			if args != nil {
+				return client.ApproveWithArgs(call.ToolCallID, args), nil
+			}
+		default:
+			fmt.Fprintln(s.info, "answer y (approve), n (deny) or e (edit the arguments, then approve)")
+		}
+	}
+}
+
+// decisionInputErr explains an input that ended before a decision.
+func (s *chatSession) decisionInputErr(call client.ToolCall, err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("end of input while tool call %s waits for your decision", call.ToolCallID)
+	}
+	return err
+}
+
+// editArgs reads new arguments: a JSON object, on one line or over several
+// ended by a blank line. A blank line first, or input that is not a JSON
+// object, gives nil (with a notice): the caller asks again.
+func (s *chatSession) editArgs(ctx context.Context) (json.RawMessage, error) {
+	fmt.Fprintln(s.info, "new arguments, a JSON object (over several lines, end with a blank line; a blank line first cancels):")
+	var buf strings.Builder
+	for {
+		if buf.Len() == 0 {
+			fmt.Fprint(s.info, "args> ")
+		} else {
+			fmt.Fprint(s.info, "...> ")
+		}
+		line, err := s.in.read(ctx)
+		if err != nil {
+			fmt.Fprintln(s.info)
+			return nil, err
+		}
+		if strings.TrimSpace(line) == "" {
+			if buf.Len() == 0 {
+				fmt.Fprintln(s.info, "(edit cancelled)")
+				return nil, nil
+			}
+			break
+		}
+		buf.WriteString(line + "\n")
+		if json.Valid([]byte(buf.String())) {
+			break
+		}
+	}
+	args, err := jsonObject(buf.String())
+	if err != nil {
+		fmt.Fprintf(s.info, "not a JSON object: %v\n", err)
+		return nil, nil
+	}
+	return args, nil
+}
+
+// jsonObject checks that text is one JSON object and returns it compacted.
+func jsonObject(text string) (json.RawMessage, error) {
+	text = strings.TrimSpace(text)
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		kind := "null"
+		switch v.(type) {
+		case []any:
+			kind = "an array"
+		case string:
+			kind = "a string"
+		case float64:
+			kind = "a number"
+		case bool:
+			kind = "a boolean"
+		}
+		return nil, fmt.Errorf("got %s, want an object {...}", kind)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(text)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// prettyJSON renders arguments indented, their lines after the first
+// starting with prefix.
+func prettyJSON(raw json.RawMessage, prefix string) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Indent(&b, raw, prefix, "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // parseResult reads a typed result: "!error TEXT", a JSON value, or text.
