@@ -49,15 +49,32 @@ func newApprovalTools(t *testing.T) *approvalTools {
 	return at
 }
 
-// approvalChat starts a live server whose model first calls add {1, 2} (and
-// the calls of extra), then answers "done"; the chat approves "add".
-func approvalChat(t *testing.T, body map[string]any, extra ...llmtest.ToolCall) (*server, *llmtest.OpenAIChat, *approvalTools, string, chat.Chat) {
+// onBothStores runs test on SQLite and on PostgreSQL (pgtest's rules: skipped
+// without a database, failed under CI).
+func onBothStores(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, b := range []string{"sqlite", "postgres"} {
+		t.Run(b, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// approvalChat starts a live server on backend whose model first calls add
+// {1, 2} (and the calls of extra), then answers "done"; the chat approves
+// "add".
+func approvalChat(t *testing.T, backend string, body map[string]any, extra ...llmtest.ToolCall) (*server, *llmtest.OpenAIChat, *approvalTools, string, chat.Chat) {
 	t.Helper()
 	fake := llmtest.NewOpenAIChat(t)
 	at := newApprovalTools(t)
 	calls := append([]llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}, extra...)
 	fake.Push(llmtest.Turn{ToolCalls: calls}, llmtest.Turn{Text: "done"})
-	s := newLive(t, fake, func(su *setup) { su.tools = at.reg })
+	var s *server
+	if backend == "postgres" {
+		st, ps := pgtest.Replica(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
+		s = start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour, tools: at.reg})
+		s.live = true
+		runEngine(t, s)
+	} else {
+		s = newLive(t, fake, func(su *setup) { su.tools = at.reg })
+	}
 	tok := s.token("alice")
 	if body == nil {
 		body = map[string]any{}
@@ -104,160 +121,172 @@ func secondRequest(t *testing.T, fake *llmtest.OpenAIChat) string {
 }
 
 func TestApprovalApprovedCallRunsOnce(t *testing.T) {
-	s, fake, at, tok, c := approvalChat(t, nil)
-	ra := c.RequiredAction
-	if ra == nil || len(ra.ToolCalls) != 1 {
-		t.Fatalf("required_action %+v", ra)
-	}
-	if got := ra.ToolCalls[0]; got.Kind != chat.ActionApproval || got.ToolCallID != "c1" || got.Source != "builtin" || got.Description != "adds a and b" {
-		t.Fatalf("pending call %+v", got)
-	}
-	if at.adds.Load() != 0 {
-		t.Fatal("add ran before its approval")
-	}
-	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expect(t, http.StatusOK, nil)
-	s.waitFor(tok, c.ID, chat.Waiting)
-	if n := at.adds.Load(); n != 1 {
-		t.Fatalf("add ran %d times, want once", n)
-	}
-	if body := secondRequest(t, fake); !strings.Contains(body, `"tool_call_id":"c1"`) || !strings.Contains(body, `"content":"3"`) {
-		t.Fatalf("the model did not get the result: %s", body)
-	}
-	var decision *chat.Part
-	for _, m := range s.messages(tok, c.ID) {
-		for _, p := range m.Parts {
-			if p.Type == chat.PartToolDecision {
-				decision = &p
+	onBothStores(t, func(t *testing.T, backend string) {
+		s, fake, at, tok, c := approvalChat(t, backend, nil)
+		ra := c.RequiredAction
+		if ra == nil || len(ra.ToolCalls) != 1 {
+			t.Fatalf("required_action %+v", ra)
+		}
+		if got := ra.ToolCalls[0]; got.Kind != chat.ActionApproval || got.ToolCallID != "c1" || got.Source != "builtin" || got.Description != "adds a and b" {
+			t.Fatalf("pending call %+v", got)
+		}
+		if at.adds.Load() != 0 {
+			t.Fatal("add ran before its approval")
+		}
+		s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expect(t, http.StatusOK, nil)
+		s.waitFor(tok, c.ID, chat.Waiting)
+		if n := at.adds.Load(); n != 1 {
+			t.Fatalf("add ran %d times, want once", n)
+		}
+		if body := secondRequest(t, fake); !strings.Contains(body, `"tool_call_id":"c1"`) || !strings.Contains(body, `"content":"3"`) {
+			t.Fatalf("the model did not get the result: %s", body)
+		}
+		var decision *chat.Part
+		for _, m := range s.messages(tok, c.ID) {
+			for _, p := range m.Parts {
+				if p.Type == chat.PartToolDecision {
+					decision = &p
+				}
 			}
 		}
-	}
-	if decision == nil || decision.Decision == nil || !decision.Decision.Approved || decision.Decision.DecidedBy != "alice" ||
-		decision.Decision.Token == "" || decision.Decision.DecidedAt.IsZero() {
-		t.Fatalf("decision in the history: %+v", decision)
-	}
-	// Decided already: a second POST finds nothing to decide.
-	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
+		if decision == nil || decision.Decision == nil || !decision.Decision.Approved || decision.Decision.DecidedBy != "alice" ||
+			decision.Decision.Token == "" || decision.Decision.DecidedAt.IsZero() {
+			t.Fatalf("decision in the history: %+v", decision)
+		}
+		// Decided already: a second POST finds nothing to decide.
+		s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
+	})
 }
 
 func TestApprovalWithEditedArgs(t *testing.T) {
-	s, fake, at, tok, c := approvalChat(t, nil)
-	path := "/api/v1/chats/" + c.ID + "/approvals"
-	e := s.do("POST", path, tok, decide("c1", true, map[string]any{"args": map[string]any{"a": "five"}})).expectError(t, http.StatusBadRequest, "invalid_args")
-	if !strings.Contains(e.Error.Message, "/a") || !strings.Contains(e.Error.Message, "b") {
-		t.Fatalf("the validation error does not say what is wrong: %s", e.Error.Message)
-	}
-	s.do("POST", path, tok, decide("c1", true, map[string]any{"args": "not an object"})).expectError(t, http.StatusBadRequest, "invalid_args")
-	// Nothing was written: the chat still waits for the same decision.
-	if again := s.waitFor(tok, c.ID, chat.RequiresAction); len(again.RequiredAction.ToolCalls) != 1 || len(s.messages(tok, c.ID)) != 2 {
-		t.Fatalf("a refused decision left something behind: %+v", s.messages(tok, c.ID))
-	}
-	s.do("POST", path, tok, decide("c1", true, map[string]any{"args": map[string]any{"a": 5, "b": 5}})).expect(t, http.StatusOK, nil)
-	s.waitFor(tok, c.ID, chat.Waiting)
-	if body := secondRequest(t, fake); !strings.Contains(body, `"content":"10"`) {
-		t.Fatalf("the edited args did not run: %s", body)
-	}
-	if at.adds.Load() != 1 {
-		t.Fatalf("add ran %d times", at.adds.Load())
-	}
+	onBothStores(t, func(t *testing.T, backend string) {
+		s, fake, at, tok, c := approvalChat(t, backend, nil)
+		path := "/api/v1/chats/" + c.ID + "/approvals"
+		e := s.do("POST", path, tok, decide("c1", true, map[string]any{"args": map[string]any{"a": "five"}})).expectError(t, http.StatusBadRequest, "invalid_args")
+		if !strings.Contains(e.Error.Message, "/a") || !strings.Contains(e.Error.Message, "b") {
+			t.Fatalf("the validation error does not say what is wrong: %s", e.Error.Message)
+		}
+		s.do("POST", path, tok, decide("c1", true, map[string]any{"args": "not an object"})).expectError(t, http.StatusBadRequest, "invalid_args")
+		// Nothing was written: the chat still waits for the same decision.
+		if again := s.waitFor(tok, c.ID, chat.RequiresAction); len(again.RequiredAction.ToolCalls) != 1 || len(s.messages(tok, c.ID)) != 2 {
+			t.Fatalf("a refused decision left something behind: %+v", s.messages(tok, c.ID))
+		}
+		s.do("POST", path, tok, decide("c1", true, map[string]any{"args": map[string]any{"a": 5, "b": 5}})).expect(t, http.StatusOK, nil)
+		s.waitFor(tok, c.ID, chat.Waiting)
+		if body := secondRequest(t, fake); !strings.Contains(body, `"content":"10"`) {
+			t.Fatalf("the edited args did not run: %s", body)
+		}
+		if at.adds.Load() != 1 {
+			t.Fatalf("add ran %d times", at.adds.Load())
+		}
+	})
 }
 
 func TestApprovalDeniedWithReason(t *testing.T) {
-	s, fake, at, tok, c := approvalChat(t, nil)
-	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", false, map[string]any{"reason": "not today"})).expect(t, http.StatusOK, nil)
-	s.waitFor(tok, c.ID, chat.Waiting)
-	if at.adds.Load() != 0 {
-		t.Fatal("a denied call ran")
-	}
-	if body := secondRequest(t, fake); !strings.Contains(body, `denied:nottoday`) {
-		t.Fatalf("the model was not told of the denial: %s", body)
-	}
+	onBothStores(t, func(t *testing.T, backend string) {
+		s, fake, at, tok, c := approvalChat(t, backend, nil)
+		s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", false, map[string]any{"reason": "not today"})).expect(t, http.StatusOK, nil)
+		s.waitFor(tok, c.ID, chat.Waiting)
+		if at.adds.Load() != 0 {
+			t.Fatal("a denied call ran")
+		}
+		if body := secondRequest(t, fake); !strings.Contains(body, `denied:nottoday`) {
+			t.Fatalf("the model was not told of the denial: %s", body)
+		}
+	})
 }
 
 // TestApprovalMixedStep: a step with a free call, a call to approve and a
 // client call runs the free one at once and waits for both answers,
 // whichever comes first.
 func TestApprovalMixedStep(t *testing.T) {
-	for _, order := range []string{"approval first", "results first"} {
-		t.Run(order, func(t *testing.T) {
-			dyn := []map[string]any{{"name": "ask_user", "description": "asks", "input_schema": map[string]any{"type": "object"}}}
-			s, fake, at, tok, c := approvalChat(t, map[string]any{"dynamic_tools": dyn},
-				llmtest.ToolCall{ID: "f1", Name: "clock", Args: `{}`}, llmtest.ToolCall{ID: "d1", Name: "ask_user", Args: `{}`})
-			kinds := map[string]string{}
-			for _, tc := range c.RequiredAction.ToolCalls {
-				kinds[tc.ToolCallID] = tc.Kind
-			}
-			if len(kinds) != 2 || kinds["c1"] != chat.ActionApproval || kinds["d1"] != chat.ActionClient {
-				t.Fatalf("pending %+v", c.RequiredAction.ToolCalls)
-			}
-			approve := func() {
-				s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expect(t, http.StatusOK, nil)
-			}
-			answer := func() {
-				s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
-					map[string]any{"tool_call_id": "d1", "output": "yes"}}}).expect(t, http.StatusOK, nil)
-			}
-			first, second := approve, answer
-			if order == "results first" {
-				first, second = answer, approve
-			}
-			first()
-			still := s.waitFor(tok, c.ID, chat.RequiresAction)
-			if len(still.RequiredAction.ToolCalls) != 1 {
-				t.Fatalf("after the first answer, pending %+v", still.RequiredAction.ToolCalls)
-			}
-			second()
-			s.waitFor(tok, c.ID, chat.Waiting)
-			body := secondRequest(t, fake)
-			for _, want := range []string{`"content":"3"`, `"content":"noon"`, `"content":"yes"`} {
-				if !strings.Contains(body, want) {
-					t.Errorf("the model's request lacks %s: %s", want, body)
+	onBothStores(t, func(t *testing.T, backend string) {
+		for _, order := range []string{"approval first", "results first"} {
+			t.Run(order, func(t *testing.T) {
+				dyn := []map[string]any{{"name": "ask_user", "description": "asks", "input_schema": map[string]any{"type": "object"}}}
+				s, fake, at, tok, c := approvalChat(t, backend, map[string]any{"dynamic_tools": dyn},
+					llmtest.ToolCall{ID: "f1", Name: "clock", Args: `{}`}, llmtest.ToolCall{ID: "d1", Name: "ask_user", Args: `{}`})
+				kinds := map[string]string{}
+				for _, tc := range c.RequiredAction.ToolCalls {
+					kinds[tc.ToolCallID] = tc.Kind
 				}
-			}
-			if at.adds.Load() != 1 {
-				t.Fatalf("add ran %d times", at.adds.Load())
-			}
-		})
-	}
+				if len(kinds) != 2 || kinds["c1"] != chat.ActionApproval || kinds["d1"] != chat.ActionClient {
+					t.Fatalf("pending %+v", c.RequiredAction.ToolCalls)
+				}
+				approve := func() {
+					s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expect(t, http.StatusOK, nil)
+				}
+				answer := func() {
+					s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
+						map[string]any{"tool_call_id": "d1", "output": "yes"}}}).expect(t, http.StatusOK, nil)
+				}
+				first, second := approve, answer
+				if order == "results first" {
+					first, second = answer, approve
+				}
+				first()
+				still := s.waitFor(tok, c.ID, chat.RequiresAction)
+				if len(still.RequiredAction.ToolCalls) != 1 {
+					t.Fatalf("after the first answer, pending %+v", still.RequiredAction.ToolCalls)
+				}
+				second()
+				s.waitFor(tok, c.ID, chat.Waiting)
+				body := secondRequest(t, fake)
+				for _, want := range []string{`"content":"3"`, `"content":"noon"`, `"content":"yes"`} {
+					if !strings.Contains(body, want) {
+						t.Errorf("the model's request lacks %s: %s", want, body)
+					}
+				}
+				if at.adds.Load() != 1 {
+					t.Fatalf("add ran %d times", at.adds.Load())
+				}
+			})
+		}
+	})
 }
 
 func TestApprovalIDsMustMatchAndKindsStayApart(t *testing.T) {
-	dyn := []map[string]any{{"name": "ask_user", "description": "asks", "input_schema": map[string]any{"type": "object"}}}
-	s, _, _, tok, c := approvalChat(t, map[string]any{"dynamic_tools": dyn}, llmtest.ToolCall{ID: "d1", Name: "ask_user", Args: `{}`})
-	path := "/api/v1/chats/" + c.ID + "/approvals"
-	for _, tc := range []struct {
-		name, detail string
-		body         map[string]any
-	}{
-		{"missing", "missing", map[string]any{"decisions": []any{}}},
-		{"unknown", "unknown", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "zz", "approve": true}}}},
-		{"a client call is no approval", "unknown", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "d1", "approve": true}}}},
-		{"duplicate", "duplicate", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "c1", "approve": false}}}},
-	} {
-		e := s.do("POST", path, tok, tc.body).expectError(t, http.StatusBadRequest, "invalid_decisions")
-		if _, ok := e.Error.Details[tc.detail]; !ok {
-			t.Errorf("%s: details %v", tc.name, e.Error.Details)
+	onBothStores(t, func(t *testing.T, backend string) {
+		dyn := []map[string]any{{"name": "ask_user", "description": "asks", "input_schema": map[string]any{"type": "object"}}}
+		s, _, _, tok, c := approvalChat(t, backend, map[string]any{"dynamic_tools": dyn}, llmtest.ToolCall{ID: "d1", Name: "ask_user", Args: `{}`})
+		path := "/api/v1/chats/" + c.ID + "/approvals"
+		for _, tc := range []struct {
+			name, detail string
+			body         map[string]any
+		}{
+			{"missing", "missing", map[string]any{"decisions": []any{}}},
+			{"unknown", "unknown", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "zz", "approve": true}}}},
+			{"a client call is no approval", "unknown", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "d1", "approve": true}}}},
+			{"duplicate", "duplicate", map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "approve": true}, map[string]any{"tool_call_id": "c1", "approve": false}}}},
+		} {
+			e := s.do("POST", path, tok, tc.body).expectError(t, http.StatusBadRequest, "invalid_decisions")
+			if _, ok := e.Error.Details[tc.detail]; !ok {
+				t.Errorf("%s: details %v", tc.name, e.Error.Details)
+			}
 		}
-	}
-	// Results for the client call only: an approval is not a tool result.
-	s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
-		map[string]any{"tool_call_id": "c1", "output": 3}, map[string]any{"tool_call_id": "d1", "output": "x"}}}).expectError(t, http.StatusBadRequest, "invalid_tool_results")
-	s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
-		map[string]any{"tool_call_id": "d1", "output": "x"}}}).expect(t, http.StatusOK, nil)
-	// Only approvals are left: more tool results are a conflict.
-	s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
-		map[string]any{"tool_call_id": "d1", "output": "x"}}}).expectError(t, http.StatusConflict, "status_conflict")
-	other := s.token("bob")
-	s.do("POST", path, other, decide("c1", true, nil)).expectError(t, http.StatusNotFound, "not_found")
+		// Results for the client call only: an approval is not a tool result.
+		s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
+			map[string]any{"tool_call_id": "c1", "output": 3}, map[string]any{"tool_call_id": "d1", "output": "x"}}}).expectError(t, http.StatusBadRequest, "invalid_tool_results")
+		s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
+			map[string]any{"tool_call_id": "d1", "output": "x"}}}).expect(t, http.StatusOK, nil)
+		// Only approvals are left: more tool results are a conflict.
+		s.do("POST", "/api/v1/chats/"+c.ID+"/tool-results", tok, map[string]any{"results": []any{
+			map[string]any{"tool_call_id": "d1", "output": "x"}}}).expectError(t, http.StatusConflict, "status_conflict")
+		other := s.token("bob")
+		s.do("POST", path, other, decide("c1", true, nil)).expectError(t, http.StatusNotFound, "not_found")
+	})
 }
 
 func TestApprovalInterrupted(t *testing.T) {
-	s, _, at, tok, c := approvalChat(t, nil)
-	s.do("POST", "/api/v1/chats/"+c.ID+"/interrupt", tok, nil).expect(t, http.StatusOK, nil)
-	s.waitFor(tok, c.ID, chat.Waiting)
-	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
-	if at.adds.Load() != 0 {
-		t.Fatal("an interrupted call ran")
-	}
+	onBothStores(t, func(t *testing.T, backend string) {
+		s, _, at, tok, c := approvalChat(t, backend, nil)
+		s.do("POST", "/api/v1/chats/"+c.ID+"/interrupt", tok, nil).expect(t, http.StatusOK, nil)
+		s.waitFor(tok, c.ID, chat.Waiting)
+		s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
+		if at.adds.Load() != 0 {
+			t.Fatal("an interrupted call ran")
+		}
+	})
 }
 
 func sleepBriefly() { time.Sleep(5 * time.Millisecond) }
