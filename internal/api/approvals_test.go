@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -353,5 +354,30 @@ func TestApprovalFirstPostWinsAcrossReplicas(t *testing.T) {
 	b.waitFor(tok, c.ID, chat.Waiting)
 	if at.adds.Load() != 1 {
 		t.Fatalf("add ran %d times, want once", at.adds.Load())
+	}
+}
+
+// TestToolsListShowApprovalPolicy: GET /api/v1/tools shows each tool's
+// approval policy and whether its calls need a decision.
+func TestToolsListShowApprovalPolicy(t *testing.T) {
+	at := newApprovalTools(t)
+	if err := at.reg.SetApprovalPolicy(tools.ApprovalPolicy{Rules: []tools.ApprovalRule{{Match: "a*", Approval: tools.ApprovalAlways}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSQLite(t, func(su *setup) { su.tools = at.reg })
+	var body struct {
+		Tools []struct {
+			Name             string `json:"name"`
+			Approval         string `json:"approval"`
+			RequiresApproval bool   `json:"requires_approval"`
+		} `json:"tools"`
+	}
+	s.do("GET", "/api/v1/tools", s.token("alice"), nil).expect(t, http.StatusOK, &body)
+	got := map[string]string{}
+	for _, tl := range body.Tools {
+		got[tl.Name] = fmt.Sprintf("%s %v", tl.Approval, tl.RequiresApproval)
+	}
+	if len(got) != 2 || got["add"] != "always true" || got["clock"] != "never false" {
+		t.Fatalf("tools: %v", got)
 	}
 }
