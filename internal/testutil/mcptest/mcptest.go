@@ -4,6 +4,7 @@ package mcptest
 
 import (
 	"fmt"
+	"github.com/parleyhq/parley/internal/testutil/notice"
 	"os"
 	"testing"
 )
@@ -14,8 +15,8 @@ import (
 const EverythingEnv = "PARLEY_TEST_MCP_EVERYTHING"
 
 // Everything returns the reference server's executable. Without one the
-// test is skipped with a notice on stderr, where a plain go test run shows
-// it, or fails when CI=true: CI must run these tests.
+// test is skipped with a notice on the terminal, or fails when CI=true: CI
+// must run these tests.
 func Everything(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(EverythingEnv)
@@ -23,7 +24,7 @@ func Everything(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s not set: CI must run the MCP reference server tests", EverythingEnv)
 		}
-		fmt.Fprintf(os.Stderr, "NOTICE: %s not set: skipping %s (.ci/run installs the server with npm)\n", EverythingEnv, t.Name())
+		notice.Once(EverythingEnv, fmt.Sprintf("%s is not set: the MCP reference server tests are skipped (.ci/run installs the server with npm)", EverythingEnv))
 		t.Skipf("%s not set", EverythingEnv)
 	}
 	return bin

@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/parleyhq/parley/internal/testutil/notice"
 )
 
 // EnvVar names the environment variable that holds the DSN of the test
@@ -53,7 +56,8 @@ func DSN(t testing.TB) string {
 }
 
 // Require returns $PARLEY_TEST_POSTGRES. Without it, it skips the test
-// with a notice, or fails it if CI=true: CI must run the PostgreSQL tests.
+// with a notice on the terminal (once per package), or fails it if CI=true:
+// CI must run the PostgreSQL tests.
 // A test that calls DSN in many subtests calls Require first, to skip once.
 func Require(t testing.TB) string {
 	t.Helper()
@@ -62,6 +66,7 @@ func Require(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s not set: CI must run the PostgreSQL tests", EnvVar)
 		}
+		notice.Once(EnvVar, fmt.Sprintf("%s is not set: %s skips its PostgreSQL tests (the README says how to run them)", EnvVar, packageOf(t)))
 		t.Skipf("%s not set: skipping PostgreSQL tests", EnvVar)
 	}
 	return base
@@ -140,4 +145,21 @@ func TerminateBackends(t testing.TB, dsn string) int {
 		t.Fatalf("pgtest: terminate backends: %v", err)
 	}
 	return n
+}
+
+// packageOf names the package under test by its path in the module (tests
+// run in their package's directory), for a notice.
+func packageOf(t testing.TB) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "this package"
+	}
+	for root := dir; filepath.Dir(root) != root; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(root, dir); err == nil {
+				return "./" + filepath.ToSlash(rel)
+			}
+		}
+	}
+	return filepath.Base(dir)
 }
