@@ -305,8 +305,10 @@ const (
 
 // PostMessageRequest is the body of POST /api/v1/chats/{id}/messages.
 type PostMessageRequest struct {
-	// Content is a string, or []Part of text parts.
-	Content any `json:"content"`
+	// Content is a string, or []Part of text parts. It is sent as
+	// "message", the name POST /api/v1/chats uses too ("content" is the
+	// older name of the field).
+	Content any `json:"message"`
 	// Busy is BusyQueue (the default when empty), BusyInterrupt or
 	// BusyReject.
 	Busy string `json:"busy,omitempty"`

@@ -68,14 +68,14 @@ func newApprovalFake(t *testing.T) *approvalFake {
 	}))
 	mux.HandleFunc("POST /api/v1/chats/{id}/messages", f.withChat(func(w http.ResponseWriter, r *http.Request, fc *fakeChat) {
 		var body struct {
-			Content string `json:"content"`
+			Message string `json:"message"`
 		}
 		json.NewDecoder(r.Body).Decode(&body)
 		if fc.chat.Status != client.StatusWaiting {
 			fakeErr(w, 409, "chat_busy", "the fake takes messages of waiting chats only", map[string]any{"status": fc.chat.Status})
 			return
 		}
-		m := f.userMessage(fc, body.Content)
+		m := f.userMessage(fc, body.Message)
 		fakeJSON(w, 200, map[string]any{"message": m})
 	}))
 	mux.HandleFunc("POST /api/v1/chats/{id}/approvals", f.withChat(f.approvals))

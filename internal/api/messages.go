@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -32,10 +35,38 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, owner string)
 	return nil
 }
 
-// postMessageRequest is the body of POST /api/v1/chats/{id}/messages.
+// postMessageRequest is the body of POST /api/v1/chats/{id}/messages. The
+// message is "message", as in POST /api/v1/chats; "content" is its older
+// name, still taken.
 type postMessageRequest struct {
+	Message json.RawMessage `json:"message"`
 	Content json.RawMessage `json:"content"`
 	Busy    chat.BusyMode   `json:"busy"`
+}
+
+// text returns the message and the name of the field that carried it: one
+// of the two names, or both when they hold the same JSON value. Both with
+// different values is an error naming them.
+func (req postMessageRequest) text() (json.RawMessage, string, error) {
+	msg, content := given(req.Message), given(req.Content)
+	switch {
+	case msg && content:
+		var a, b any
+		if json.Unmarshal(req.Message, &a) != nil || json.Unmarshal(req.Content, &b) != nil || !reflect.DeepEqual(a, b) {
+			return nil, "", &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
+				Message: `"message" and "content" are two names of the same field ("content" is the older one) and they differ here: send one of them`,
+				Details: map[string]any{"field": "message", "fields": []string{"message", "content"}}}
+		}
+		return req.Message, "message", nil
+	case msg:
+		return req.Message, "message", nil
+	}
+	return req.Content, "content", nil
+}
+
+// given reports whether a field was in the body with a value other than null.
+func given(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null"
 }
 
 func (a *api) postMessage(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -47,7 +78,16 @@ func (a *api) postMessage(w http.ResponseWriter, r *http.Request, owner string) 
 	if err := a.decode(w, r, &req); err != nil {
 		return err
 	}
-	res, err := a.svc.PostMessage(r.Context(), owner, id, req.Content, req.Busy)
+	content, field, err := req.text()
+	if err != nil {
+		return err
+	}
+	res, err := a.svc.PostMessage(r.Context(), owner, id, content, req.Busy)
+	var ve *chat.ValidationError
+	if field != "content" && errors.As(err, &ve) && strings.HasPrefix(ve.Field, "content") {
+		// The service names the message "content": name the request's field.
+		err = &chat.ValidationError{Field: field + strings.TrimPrefix(ve.Field, "content"), Message: ve.Message}
+	}
 	if err != nil {
 		return err
 	}
