@@ -149,13 +149,10 @@ func mcpConfig(sc config.MCPServer) mcp.Config {
 	}
 }
 
-// startEngine starts this process's workers; the returned function stops
-// them, handing running chats back, and waits until they are let go.
-func startEngine(ctx context.Context, cfg *config.Config, getenv func(string) string, st store.Store, ps pubsub.PubSub, reg *tools.Registry, log *slog.Logger) (stop func(), err error) {
-	models, err := catalog.New(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
+// startEngine starts this process's workers on the given models; the
+// returned function stops them, handing running chats back, and waits until
+// they are let go.
+func startEngine(ctx context.Context, cfg *config.Config, models *catalog.Catalog, st store.Store, ps pubsub.PubSub, reg *tools.Registry, log *slog.Logger) (stop func()) {
 	ec := engine.DefaultConfig()
 	ec.Concurrency = cfg.Engine.Concurrency
 	ec.LeaseTTL = time.Duration(cfg.Engine.LeaseTTL)
@@ -175,5 +172,5 @@ func startEngine(ctx context.Context, cfg *config.Config, getenv func(string) st
 		}
 	}()
 	log.Info("engine started", "worker", eng.WorkerID(), "concurrency", ec.Concurrency)
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/llm/catalog"
 )
 
 func newServeCmd(a *app) *cobra.Command {
@@ -22,11 +24,15 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Run the HTTP API server",
 		Long: `Run the parley HTTP API server until SIGINT or SIGTERM.
 
-serve applies any missing database migrations, then, on a database with no
-owner at all, creates the owner "admin", prints its token once and saves it
-to <data-dir>/admin.token (mode 0600). It then prints the address it
-listens on ("parley listening on http://ADDR"): with --listen 127.0.0.1:0 it
-is the port the system picked.
+serve first checks what a setting can break, before it touches the
+database: it binds the listen address, loads the tools (Lua sources; MCP
+servers that are down do not stop it) and makes the models (API keys), so a
+start that fails leaves nothing behind. It then applies any missing database
+migrations and, on a database with no owner at all, creates the owner
+"admin", prints its token once and saves it to <data-dir>/admin.token
+(mode 0600). It then prints the address it listens on ("parley listening
+on http://ADDR"): with --listen 127.0.0.1:0 it is the port the system
+picked.
 
 On SQLite (the default: sqlite://<data-dir>/parley.db) only one serve process
 may use a database file: a second one refuses to start. To run several
@@ -60,9 +66,33 @@ flight finish, ends open event streams and exits with status 0.`,
 }
 
 // serve runs the server until ctx ends or a SIGINT/SIGTERM arrives.
+//
+// Everything that can fail because of a setting is checked before the
+// database is touched: the listen address is bound, the tools are built
+// (Lua sources load; MCP servers that are down do not stop the start) and
+// the models are made (API keys read). A start that fails on any of these
+// leaves nothing behind: no data directory, no database, no admin.token.
 func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	ln, err := listen(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // closed by the HTTP server once it serves; again is harmless
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	toolReg, err := newTools(cfg, a.log, reg)
+	if err != nil {
+		return err
+	}
+	defer toolReg.Close()
+	models, err := catalog.New(cfg, a.getenv)
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
 
 	release, err := lockSQLite(cfg)
 	if err != nil {
@@ -87,17 +117,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	}
 	defer ps.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	toolReg, err := newTools(cfg, a.log, reg)
-	if err != nil {
-		return err
-	}
-	defer toolReg.Close()
-	stopEngine, err := startEngine(ctx, cfg, a.getenv, db.Store, ps, toolReg, a.log)
-	if err != nil {
-		return err
-	}
+	stopEngine := startEngine(ctx, cfg, models, db.Store, ps, toolReg, a.log)
 	// Runs after the HTTP server stopped: running chats are handed back
 	// (pending) so another replica continues them at once.
 	defer stopEngine()
@@ -114,12 +134,27 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(a.stdout, "parley listening on http://%s\n", ln.Addr())
 	a.log.Info("listening", "addr", ln.Addr().String())
 
 	return runHTTP(ctx, ln, handler, a.log, stop)
+}
+
+// listen binds the configured address. Its error says which setting to
+// change, since the address may come from a flag, the environment or the
+// configuration file.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	why := err.Error()
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		why = opErr.Err.Error()
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		why = "the address is already in use (another parley serve, or another program)"
+	}
+	return nil, fmt.Errorf("listen %s: %s; choose another address with --listen, PARLEY_LISTEN or listen: in the configuration file", addr, why)
 }

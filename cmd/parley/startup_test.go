@@ -1,0 +1,113 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeFailedStartLeavesNothing: a start that fails on a setting (the
+// listen address taken or invalid, a Lua source that does not load, a
+// model's API key unset) fails before the database is touched: exit 1, one
+// line on stderr saying why, no admin token printed, and no data directory,
+// database or admin.token left behind.
+func TestServeFailedStartLeavesNothing(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() }) // after the parallel subtests, unlike a defer
+
+	cases := []struct {
+		name   string
+		config string // a configuration file, if not ""
+		env    []string
+		args   []string
+		want   []string // in stderr
+	}{
+		{"port in use", "", nil, []string{"--listen", taken.Addr().String()},
+			[]string{taken.Addr().String(), "already in use", "--listen", "PARLEY_LISTEN", "listen: in the configuration file"}},
+		{"port in use from env", "", []string{"PARLEY_LISTEN=" + taken.Addr().String()}, nil,
+			[]string{"already in use", "PARLEY_LISTEN"}},
+		{"invalid port", "", nil, []string{"--listen", "127.0.0.1:99999"},
+			[]string{"127.0.0.1:99999", "--listen"}},
+		{"missing Lua path", "listen: 127.0.0.1:0\ntools:\n  lua:\n    - {name: weather, path: ./no-such-tools}\n", nil, nil,
+			[]string{"tools.lua", "no-such-tools"}},
+		{"missing API key", "listen: 127.0.0.1:0\nmodels:\n  - {name: fast, provider: openai, model: gpt-5-mini, api_key_env: PARLEY_TEST_UNSET_KEY}\n", nil, nil,
+			[]string{"fast", "PARLEY_TEST_UNSET_KEY", "not set"}},
+		{"missing API key with an MCP server down", "listen: 127.0.0.1:0\n" +
+			"models:\n  - {name: fast, provider: openai, model: gpt-5-mini, api_key_env: PARLEY_TEST_UNSET_KEY}\n" +
+			"tools:\n  mcp:\n    - {name: down, url: 'http://127.0.0.1:1/mcp', connect_timeout: 1s}\n", nil, nil,
+			[]string{"PARLEY_TEST_UNSET_KEY"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			args := append([]string{"serve"}, c.args...)
+			if c.config != "" {
+				if err := os.WriteFile(filepath.Join(dir, "parley.yaml"), []byte(c.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", "parley.yaml")
+			}
+			r := runParley(t, dir, c.env, args...)
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1\nstderr:\n%s", r.code, r.stderr)
+			}
+			last := lastLine(r.stderr)
+			if !strings.HasPrefix(last, "parley: ") {
+				t.Errorf("stderr should end with the reason, one line starting with \"parley: \", got:\n%s", r.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("the reason should mention %q, got: %s", w, last)
+				}
+			}
+			if r.stdout != "" {
+				t.Errorf("a failed start printed on stdout: %q", r.stdout)
+			}
+			for _, p := range []string{"parley-data", "parley-data/parley.db", "parley-data/admin.token"} {
+				if _, err := os.Stat(filepath.Join(dir, p)); !os.IsNotExist(err) {
+					t.Errorf("a failed start left %s behind (stat: %v)", p, err)
+				}
+			}
+		})
+	}
+}
+
+// lastLine is the last line of s, without its newline.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestServeStartsWithMCPServersDown: MCP servers that are down (a command
+// that does not exist, a URL nothing listens on) do not stop the start,
+// although the tools are built before the database is touched.
+func TestServeStartsWithMCPServersDown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	cfg := "tools:\n  mcp:\n" +
+		"    - {name: missing, command: [" + filepath.Join(dir, "no-such-mcp-server") + "], connect_timeout: 1s}\n" +
+		"    - {name: offline, url: '" + offline + "', connect_timeout: 1s}\n"
+	if err := os.WriteFile(filepath.Join(dir, "parley.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, nil, "--config", "parley.yaml")
+	if !strings.HasPrefix(s.token, "prl_") {
+		t.Errorf("no admin token printed\nstdout:\n%s", s.stdout)
+	}
+	if code := s.stop(); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+	}
+}
