@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -134,8 +136,15 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 		return err
 	}
 
-	fmt.Fprintf(a.stdout, "parley listening on http://%s\n", ln.Addr())
-	a.log.Info("listening", "addr", ln.Addr().String())
+	// The address is printed once for people and scripts. The log line is
+	// for logs collected apart from stdout; when stdout is a terminal, the
+	// person reading it would see the address twice, so it is debug there.
+	fmt.Fprintf(a.stdout, "parley listening on %s\n", openableURL(ln.Addr()))
+	level := slog.LevelInfo
+	if isTerminal(a.stdout) {
+		level = slog.LevelDebug
+	}
+	a.log.Log(ctx, level, "listening", "addr", ln.Addr().String(), "url", openableURL(ln.Addr()))
 
 	return runHTTP(ctx, ln, handler, a.log, stop)
 }
@@ -157,4 +166,33 @@ func listen(addr string) (net.Listener, error) {
 		why = "the address is already in use (another parley serve, or another program)"
 	}
 	return nil, fmt.Errorf("listen %s: %s; choose another address with --listen, PARLEY_LISTEN or listen: in the configuration file", addr, why)
+}
+
+// openableURL is the URL a person can open for a listener's address: a
+// wildcard host (":8080", "0.0.0.0:8080", "[::]:8080"), which answers on
+// every interface, is shown as 127.0.0.1, which it answers on too.
+func openableURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// isTerminal tells whether w is a terminal, where a person reads it (a
+// character device other than /dev/null).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +110,49 @@ func TestServeStartsWithMCPServersDown(t *testing.T) {
 	}
 	if code := s.stop(); code != 0 {
 		t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+	}
+}
+
+// TestServeWildcardAddress: with a wildcard host (--listen :PORT), serve
+// prints an address a person can open, on 127.0.0.1, not "[::]", and
+// prints it once on stdout. With stdout not a terminal, the log has the
+// listening line too, for logs kept apart from stdout.
+func TestServeWildcardAddress(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil, "--listen", ":0") // the last --listen wins
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
+		t.Errorf("serve --listen :0 prints %s, want http://127.0.0.1:PORT", s.url)
+	}
+	if code, body := get(t, s.url+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("GET %s/healthz = %d %s", s.url, code, body)
+	}
+	if n := strings.Count(s.stdout.String(), "listening"); n != 1 {
+		t.Errorf("stdout mentions listening %d times, want once:\n%s", n, s.stdout)
+	}
+	if code := s.stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "level=INFO msg=listening") {
+		t.Errorf("with stdout not a terminal, the log should have the listening line:\n%s", s.stderr)
+	}
+}
+
+func TestOpenableURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"[::]:8080":      "http://127.0.0.1:8080",
+		"0.0.0.0:8080":   "http://127.0.0.1:8080",
+		":8080":          "http://127.0.0.1:8080",
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		"[::1]:8080":     "http://[::1]:8080",
+		"10.1.2.3:9000":  "http://10.1.2.3:9000",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := openableURL(a); got != want {
+			t.Errorf("openableURL(%s) = %s, want %s", addr, got, want)
+		}
 	}
 }
