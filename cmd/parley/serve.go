@@ -141,7 +141,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	// person reading it would see the address twice, so it is debug there.
 	fmt.Fprintf(a.stdout, "parley listening on %s\n", openableURL(ln.Addr()))
 	level := slog.LevelInfo
-	if isTerminal(a.stdout) {
+	if readAtTerminal(a.stdout) {
 		level = slog.LevelDebug
 	}
 	a.log.Log(ctx, level, "listening", "addr", ln.Addr().String(), "url", openableURL(ln.Addr()))
@@ -182,9 +182,9 @@ func openableURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// isTerminal tells whether w is a terminal, where a person reads it (a
+// readAtTerminal tells whether w is a terminal, where a person reads it (a
 // character device other than /dev/null).
-func isTerminal(w io.Writer) bool {
+func readAtTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
