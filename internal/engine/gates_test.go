@@ -199,7 +199,7 @@ func TestShutdownWhileToolsRunHandsTheChatBack(t *testing.T) {
 		"2 tool:c1 error=false 3",
 		"3 assistant:call c2",
 		"3 assistant:call c3",
-		`4 tool:c2 error=true "cancelled: the server is shutting down"`,
+		`4 tool:c2 error=true "cancelled while it ran, so it may have taken effect: the server is shutting down"`,
 		`4 tool:c3 error=true "unknown tool \"nope\"; available tools: add, slow"`,
 	)
 	if n := len(h.fake.Requests()); n != 2 {
@@ -217,7 +217,7 @@ func TestShutdownWhileToolsRunHandsTheChatBack(t *testing.T) {
 		"assistant:->c1",
 		"tool[c1]:3",
 		"assistant:->c2,c3",
-		"tool[c2]:error: cancelled: the server is shutting down",
+		"tool[c2]:error: cancelled while it ran, so it may have taken effect: the server is shutting down",
 		`tool[c3]:error: unknown tool "nope"; available tools: add, slow`,
 	)
 	msgs = h.history(c.ID)

@@ -49,12 +49,12 @@ const maxReasonBytes = 4096
 // ids must match the waiting calls exactly; edited args must satisfy the
 // tool's schema (ArgsError).
 func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, decisions []Decision) (chat.Chat, error) {
-	for _, d := range decisions {
+	for i, d := range decisions {
 		if len(d.Reason) > maxReasonBytes {
 			return chat.Chat{}, &chat.ValidationError{Field: "decisions.reason", Message: fmt.Sprintf("a reason is at most %d bytes", maxReasonBytes)}
 		}
-		if a := bytes.TrimSpace(d.Args); len(a) > 0 && (a[0] != '{' || !json.Valid(a)) {
-			return chat.Chat{}, &ArgsError{ToolCallID: d.ToolCallID, Err: fmt.Errorf("want a JSON object")}
+		if a := bytes.TrimSpace(d.Args); string(a) == "null" {
+			decisions[i].Args = nil // as if absent
 		}
 	}
 	var c chat.Chat
@@ -91,7 +91,10 @@ func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, de
 		for _, call := range pending {
 			d := byID[call.ToolCallID]
 			var args json.RawMessage
-			if len(bytes.TrimSpace(d.Args)) > 0 && d.Approve {
+			if a := bytes.TrimSpace(d.Args); len(a) > 0 && d.Approve {
+				if a[0] != '{' || !json.Valid(a) {
+					return &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("want a JSON object")}
+				}
 				if s.tools == nil {
 					return &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("tool %q is not available now", call.ToolName)}
 				}

@@ -235,6 +235,10 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 	case <-ctx.Done():
 		return errorPartFor(j.call, "not executed: cancelled: %v", context.Cause(ctx))
 	}
+	if ctx.Err() != nil { // both were ready: do not start what was cancelled
+		<-sem
+		return errorPartFor(j.call, "not executed: cancelled: %v", context.Cause(ctx))
+	}
 	defer func() { <-sem }()
 	res, err := guard(ctx, d.opts.CallTimeout, func(ctx context.Context) (tool.Result, error) {
 		return j.entry.tool.Invoke(ctx, j.call)
@@ -242,7 +246,7 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 	if err != nil {
 		d.logFailure("tool call failed", err, "tool", j.call.Name, "chat", j.call.ChatID)
 		if ctx.Err() != nil {
-			return errorPartFor(j.call, "cancelled: %v", err)
+			return errorPartFor(j.call, "%s: %v", cancelledWhileRunning, err)
 		}
 		return errorPartFor(j.call, "tool %q failed: %v", j.call.Name, err)
 	}
@@ -271,7 +275,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 		}
 		for _, j := range b.jobs {
 			if cancelled {
-				results[j.index] = errorPartFor(j.call, "cancelled: %v", err)
+				results[j.index] = errorPartFor(j.call, "%s: %v", cancelledWhileRunning, err)
 			} else {
 				results[j.index] = errorPartFor(j.call, "%v", b.err)
 			}
@@ -282,6 +286,10 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 		results[j.index] = resultPart(j.call, res[i])
 	}
 }
+
+// cancelledWhileRunning starts the result of a call stopped after it
+// started: the model must not take it for a call that never ran.
+const cancelledWhileRunning = "cancelled while it ran, so it may have taken effect"
 
 // checkDynamic validates a dynamic call's arguments against the chat's schema
 // and returns what is wrong, or "".

@@ -477,8 +477,8 @@ func TestRunCancelled(t *testing.T) {
 		t.Fatalf("results for %v, want c1 and c2 in call order", ids)
 	}
 	for _, p := range out.Results {
-		if msg := errorText(t, p); msg != "cancelled: context canceled" {
-			t.Errorf("%s: %q, want %q", p.ToolCallID, msg, "cancelled: context canceled")
+		if want := cancelledWhileRunning + ": context canceled"; errorText(t, p) != want {
+			t.Errorf("%s: %q, want %q", p.ToolCallID, errorText(t, p), want)
 		}
 	}
 }
