@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,6 +29,8 @@ flags. See docs/configuration.md.`,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          args(noCommand),
+		RunE:          helpOnly,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{cmd: c.CommandPath(), err: err}
@@ -50,6 +55,27 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// noCommand refuses arguments to a command that only groups others: the
+// first one is an unknown command, like "parley server".
+func noCommand(c *cobra.Command, a []string) error {
+	if len(a) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's own default for its suggestions
+	}
+	if s := c.SuggestionsFor(a[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return errors.New(msg)
+}
+
+// helpOnly is the action of a command that only groups others: given no
+// command, it shows its help. (Without an action of its own, cobra would
+// show the help and exit 0 for an unknown command too.)
+func helpOnly(c *cobra.Command, _ []string) error { return c.Help() }
 
 // version is the module version the binary was built from; for a build
 // from a checkout, "devel" with the commit and its time (and "+dirty" when

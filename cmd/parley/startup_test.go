@@ -156,3 +156,52 @@ func TestOpenableURL(t *testing.T) {
 		}
 	}
 }
+
+// TestExitStatus: as docs/operations.md says, a command line that does not
+// parse (an unknown command or flag, a wrong number of arguments) exits 2,
+// with the reason and where to find the usage; a setting with a bad value
+// is a failure like any other and exits 1; help and --version exit 0.
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string // in stderr
+	}{
+		{[]string{"server"}, 2, []string{`unknown command "server" for "parley"`, "did you mean serve?", "Run 'parley --help' for usage."}},
+		{[]string{"token", "revok", "x"}, 2, []string{`unknown command "revok" for "parley token"`, "did you mean revoke?", "Run 'parley token --help'"}},
+		{[]string{"--nope"}, 2, []string{"--nope", "Run 'parley --help'"}},
+		{[]string{"serve", "now"}, 2, []string{"now", "Run 'parley serve --help'"}},
+		{[]string{"token", "revoke"}, 2, []string{"Run 'parley token revoke --help'"}},
+		{[]string{"serve", "--listen", "8080"}, 1, []string{"listen", "HOST:PORT"}},
+		{[]string{"migrate", "--log-level", "loud"}, 1, []string{"log_level"}},
+		{nil, 0, nil},
+		{[]string{"token"}, 0, nil},
+		{[]string{"--version"}, 0, nil},
+	} {
+		r := runParley(t, t.TempDir(), nil, c.args...)
+		if r.code != c.code {
+			t.Errorf("parley %s: exit %d, want %d\nstderr:\n%s", strings.Join(c.args, " "), r.code, c.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("parley %s: stderr should mention %q, got:\n%s", strings.Join(c.args, " "), w, r.stderr)
+			}
+		}
+		if c.code == 0 && r.stderr != "" {
+			t.Errorf("parley %s: stderr %q", strings.Join(c.args, " "), r.stderr)
+		}
+	}
+}
+
+// TestVersionFlag: --version prints the module version or, for a build
+// from a checkout with VCS stamping, its commit; "devel" alone when the
+// build recorded neither (go build -buildvcs=false).
+func TestVersionFlag(t *testing.T) {
+	t.Parallel()
+	r := runParley(t, t.TempDir(), nil, "--version")
+	v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), "parley version ")
+	if r.code != 0 || !ok || v == "" {
+		t.Errorf("parley --version: exit %d, %q", r.code, r.stdout)
+	}
+}

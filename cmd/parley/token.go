@@ -25,7 +25,8 @@ These commands work on the database directly (the same --config, --data-dir
 and --database settings as serve), so they also work while the server runs.
 Only a hash of each token is stored: a token's secret is shown once, when it
 is created.`,
-		Args: args(cobra.NoArgs),
+		Args: args(noCommand),
+		RunE: helpOnly,
 	}
 	cmd.AddCommand(newTokenCreateCmd(a), newTokenListCmd(a), newTokenRevokeCmd(a))
 	return cmd
