@@ -142,7 +142,7 @@ func addMCPServers(reg *tools.Registry, servers []config.MCPServer, log *slog.Lo
 // mcpConfig is a configured server as the MCP source takes it.
 func mcpConfig(sc config.MCPServer) mcp.Config {
 	return mcp.Config{
-		Name: sc.Name, Command: sc.Command, Env: sc.Env, Dir: sc.Dir,
+		Name: sc.Name, Command: sc.Command, Env: sc.ChildEnv, Dir: sc.Dir,
 		URL: sc.URL, Headers: sc.Headers, BearerToken: sc.BearerToken,
 		Allow: sc.Allow, Deny: sc.Deny, MaxConcurrency: sc.MaxConcurrency,
 		CallTimeout: time.Duration(sc.CallTimeout), ConnectTimeout: time.Duration(sc.ConnectTimeout),

@@ -14,9 +14,10 @@ import (
 // variables, which Load reads once.
 type MCPServer struct {
 	Name           string            `yaml:"name"`
-	Command        []string          `yaml:"command"` // program and arguments
-	Env            map[string]string `yaml:"env"`     // added to the child's environment
-	Dir            string            `yaml:"dir"`     // the child's working directory
+	Command        []string          `yaml:"command"`  // program and arguments
+	Env            map[string]string `yaml:"env"`      // set in the child's environment
+	PassEnv        []string          `yaml:"pass_env"` // parley's variables passed to the child, besides the basic ones
+	Dir            string            `yaml:"dir"`      // the child's working directory
 	URL            string            `yaml:"url"`
 	HeadersEnv     map[string]string `yaml:"headers_env"` // header name -> variable holding its value
 	BearerTokenEnv string            `yaml:"bearer_token_env"`
@@ -33,11 +34,18 @@ type MCPServer struct {
 	// Read from the environment by Load.
 	Headers     map[string]string `yaml:"-"`
 	BearerToken string            `yaml:"-"`
+	ChildEnv    map[string]string `yaml:"-"` // stdio: the child's whole environment
 }
 
 // MaxMCPCallTimeout is the longest call_timeout: a step gives all of a
 // source's calls 2 minutes.
 const MaxMCPCallTimeout = 110 * time.Second
+
+// childBaseEnv are the variables of parley's environment every stdio MCP
+// server gets, so a program finds its tools and its home; anything else
+// (an API key the server needs) is named in pass_env or set in env. parley's
+// own secrets (provider keys, the database URL) are never passed otherwise.
+var childBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TMPDIR", "TZ"}
 
 // sourceNameRE is what a tool source's name may be: it prefixes tool names.
 var sourceNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -91,6 +99,26 @@ func (s *MCPServer) resolve(getenv func(string) string) error {
 		}
 	default:
 		return fmt.Errorf("command (stdio) or url (streamable HTTP) is required")
+	}
+	if len(s.Command) > 0 {
+		s.ChildEnv = map[string]string{}
+		for _, name := range childBaseEnv {
+			if v := getenv(name); v != "" {
+				s.ChildEnv[name] = v
+			}
+		}
+		for _, name := range s.PassEnv {
+			v := getenv(name)
+			if v == "" {
+				return fmt.Errorf("pass_env: the environment variable %s is not set", name)
+			}
+			s.ChildEnv[name] = v
+		}
+		for k, v := range s.Env {
+			s.ChildEnv[k] = v
+		}
+	} else if len(s.PassEnv) > 0 {
+		return fmt.Errorf("pass_env applies to command servers only")
 	}
 	for _, g := range append(append([]string{}, s.Allow...), s.Deny...) {
 		if _, err := path.Match(g, ""); err != nil || g == "" {

@@ -27,7 +27,8 @@ import (
 // model) in call order, with the long-running call's progress on the stream.
 func TestEverythingOverStdio(t *testing.T) {
 	bin := mcptest.Everything(t)
-	runEverything(t, mcp.Config{Name: "everything", Command: []string{bin, "stdio"}})
+	// The script starts with "#!/usr/bin/env node": the child needs PATH.
+	runEverything(t, mcp.Config{Name: "everything", Command: []string{bin, "stdio"}, Env: map[string]string{"PATH": os.Getenv("PATH")}})
 }
 
 func TestEverythingOverHTTP(t *testing.T) {

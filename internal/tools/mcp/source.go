@@ -79,7 +79,7 @@ type Config struct {
 
 	// Exactly one of Command and URL is set.
 	Command []string          // stdio: program and arguments
-	Env     map[string]string // stdio: added to the child's environment (on top of parley's)
+	Env     map[string]string // stdio: the child's whole environment (nothing of parley's is passed unless here)
 	Dir     string            // stdio: working directory ("" = parley's)
 
 	URL         string            // streamable HTTP endpoint

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -30,7 +29,7 @@ func (s *Source) transport() (mcp.Transport, *stderrLog, error) {
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
 	cmd.Dir = s.cfg.Dir
-	cmd.Env = os.Environ()
+	cmd.Env = []string{} // exactly Config.Env: parley's own secrets stay out of the child
 	for _, k := range slices.Sorted(maps.Keys(s.cfg.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+s.cfg.Env[k])
 	}
