@@ -18,7 +18,9 @@ const ReasonNoResult = "no result was recorded for this call; the tool may or ma
 // message and the next one, so a result written after a later user message
 // is moved back to its call; a call without a result gets an error result
 // (ReasonNoResult); a second result of a call, or a result of no call of
-// that assistant message, is dropped. history is not modified.
+// that assistant message, is dropped. A call whose arguments a person
+// edited before approving it shows the edited arguments. history is not
+// modified.
 func ForModel(history []Message) []Message {
 	out := make([]Message, 0, len(history))
 	for i := 0; i < len(history); i++ {
@@ -26,15 +28,16 @@ func ForModel(history []Message) []Message {
 		if m.Role == RoleTool {
 			continue // placed after its assistant message, or dropped
 		}
-		out = append(out, m)
 		calls := callsOf(m)
 		if m.Role != RoleAssistant || len(calls) == 0 {
+			out = append(out, m)
 			continue
 		}
 		end := i + 1
 		for end < len(history) && history[end].Role != RoleAssistant {
 			end++
 		}
+		out = append(out, withEditedArgs(m, Decisions(history[:end])))
 		found := make(map[string]Part, len(calls))
 		merged := Message{ChatID: m.ChatID, Role: RoleTool}
 		for _, t := range history[i+1 : end] {
@@ -63,6 +66,30 @@ func ForModel(history []Message) []Message {
 	return out
 }
 
+// withEditedArgs returns m with the arguments a person edited before
+// approving (decisions) in place of the model's, so the model reads the
+// call that ran beside its result. m is not modified.
+func withEditedArgs(m Message, decisions map[string]Part) Message {
+	edited := false
+	for _, p := range m.Parts {
+		if d, ok := decisions[p.ToolCallID]; ok && p.Type == PartToolCall && len(d.Args) > 0 {
+			edited = true
+		}
+	}
+	if !edited {
+		return m
+	}
+	parts := make([]Part, len(m.Parts))
+	for i, p := range m.Parts {
+		if d, ok := decisions[p.ToolCallID]; ok && p.Type == PartToolCall && len(d.Args) > 0 {
+			p.Args = d.Args
+		}
+		parts[i] = p
+	}
+	m.Parts = parts
+	return m
+}
+
 // callsOf lists the tool calls of a message, in call order.
 func callsOf(m Message) []ToolCall {
 	var calls []ToolCall
@@ -79,11 +106,12 @@ func callsOf(m Message) []ToolCall {
 // assistant message (each of them holds its results in call order), call
 // ids are unique, and no tool message stands anywhere else. A call may
 // also have one decision (a person's, on a call that needed approval), in
-// those tool messages before its result. Only calls of
-// the last assistant message may be open, and only while the chat is in
-// requires_action and mayWait says the call waits for someone (a client's
-// result); a chat in requires_action waits for at least one call. It
-// returns every breach found, joined.
+// those tool messages before its result. Only calls of the last assistant
+// message may be open, and only while the chat is in requires_action or
+// pending and mayWait says the call may be (it waits for a client's result
+// or a person's decision, or a person approved it and it runs when the chat
+// does); a chat in requires_action waits for at least one call. It returns
+// every breach found, joined.
 func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool) error {
 	var errs []error
 	seen := map[string]bool{}
@@ -161,7 +189,7 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 	}
 	open := unanswered()
 	for _, c := range open {
-		if status != RequiresAction || mayWait == nil || !mayWait(c) {
+		if (status != RequiresAction && status != Pending) || mayWait == nil || !mayWait(c) {
 			errs = append(errs, fmt.Errorf("call %s (%s) is open in a %s chat", c.ToolCallID, c.ToolName, status))
 		}
 	}

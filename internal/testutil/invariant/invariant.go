@@ -61,13 +61,22 @@ func Check(t testing.TB, st Store) {
 }
 
 // MayWait reports whether a call of c, with history msgs, may stay open:
-// it waits for the client (a dynamic tool) or for a person's decision (a
-// server-side call that needed approval), or a person approved it and the
-// chat still waits for another call before it runs on.
+// in requires_action, a call that waits for the client (a dynamic tool) or
+// for a person's decision; a call a person approved, which runs when the
+// chat does, while it is pending or still waits for another call.
 func MayWait(c chat.Chat, msgs []chat.Message) func(chat.ToolCall) bool {
 	pending := chat.PendingActions(msgs, c.DynamicTools)
+	approved := chat.ApprovedCalls(msgs)
+	has := func(calls []chat.ToolCall, call chat.ToolCall) bool {
+		return slices.ContainsFunc(calls, func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID })
+	}
 	return func(call chat.ToolCall) bool {
-		return len(pending) > 0 && (slices.ContainsFunc(pending, func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID }) ||
-			slices.ContainsFunc(chat.ApprovedCalls(msgs), func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID }))
+		switch c.Status {
+		case chat.RequiresAction:
+			return has(pending, call) || (len(pending) > 0 && has(approved, call))
+		case chat.Pending:
+			return has(approved, call)
+		}
+		return false
 	}
 }
