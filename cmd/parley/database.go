@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/pubsub"
@@ -23,6 +27,7 @@ type database struct {
 	store.Store
 	kind  string         // "sqlite" or "postgres"
 	where string         // the file, or the URL without its password, for messages
+	dsn   string         // the URL as configured, password included
 	pg    *pgstore.Store // set on PostgreSQL
 }
 
@@ -34,7 +39,7 @@ func openDatabase(ctx context.Context, cfg *config.Config) (*database, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &database{kind: kind}
+	db := &database{kind: kind, dsn: dsn}
 	var migrate func(context.Context) error
 	switch kind {
 	case "sqlite":
@@ -109,6 +114,27 @@ func redact(dsn string) string {
 		return "(unparsable database URL)"
 	}
 	return u.Redacted()
+}
+
+// identity names the database itself, the same whichever way it is
+// reached: a SQLite file by its absolute path; a PostgreSQL database by
+// user, host, port, name and search_path, without password or other options.
+func (db *database) identity() string {
+	if db.pg == nil {
+		if abs, err := filepath.Abs(db.where); err == nil {
+			return "sqlite://" + abs
+		}
+		return "sqlite://" + db.where
+	}
+	c, err := pgconn.ParseConfig(db.dsn)
+	if err != nil {
+		return db.where
+	}
+	u := url.URL{Scheme: "postgres", User: url.User(c.User), Host: net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), Path: "/" + c.Database}
+	if sp := c.RuntimeParams["search_path"]; sp != "" {
+		u.RawQuery = url.Values{"search_path": {sp}}.Encode()
+	}
+	return u.String()
 }
 
 // describe names the database for messages, like "sqlite database parley-data/parley.db".

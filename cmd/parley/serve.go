@@ -32,7 +32,8 @@ servers that are down do not stop it) and makes the models (API keys), so a
 start that fails leaves nothing behind. It then applies any missing database
 migrations and, on a database with no owner at all, creates the owner
 "admin", prints its token once and saves it to <data-dir>/admin.token
-(mode 0600). It then prints the address it listens on ("parley listening
+(mode 0600), unless that file holds the token of another database: then it
+stops and says so. It then prints the address it listens on ("parley listening
 on http://ADDR"): with --listen 127.0.0.1:0 it is the port the system
 picked.
 
