@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -143,9 +144,11 @@ func (a *api) submitApprovals(w http.ResponseWriter, r *http.Request, owner stri
 	}
 	by := service.Decider{Owner: owner}
 	if id, ok := r.Context().Value(tokenIDKey{}).(string); ok {
-		if tok, err := a.st.GetToken(r.Context(), id); err == nil {
-			by.Token = tok.Name
+		tok, err := a.st.GetToken(r.Context(), id)
+		if err != nil {
+			return fmt.Errorf("read the deciding token: %w", err)
 		}
+		by.Token = tok.Name
 	}
 	return a.answerChat(w, r, func(id string) (chat.Chat, error) {
 		return a.svc.SubmitApprovals(r.Context(), by, id, req.Decisions)

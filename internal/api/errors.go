@@ -38,8 +38,8 @@ func toAPIError(err error) *apiError {
 		busy *service.BusyError
 		se   *service.StatusError
 		sc   *store.StatusConflictError
-		tr   *service.ToolResultsError
-		ae2  *service.ArgsError
+		ids  *service.IDMismatchError
+		args *service.ArgsError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -65,15 +65,16 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
-	case errors.As(err, &ae2):
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Message: ae2.Error(),
-			Details: map[string]any{"tool_call_id": ae2.ToolCallID}}
-	case errors.As(err, &tr) && tr.Of == "decisions":
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_decisions", Message: tr.Error(),
-			Details: map[string]any{"missing": nonNil(tr.Missing), "unknown": nonNil(tr.Unknown), "duplicate": nonNil(tr.Duplicate)}}
-	case errors.As(err, &tr):
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_tool_results", Message: tr.Error(),
-			Details: map[string]any{"missing": nonNil(tr.Missing), "unknown": nonNil(tr.Unknown), "duplicate": nonNil(tr.Duplicate)}}
+	case errors.As(err, &args):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Message: args.Error(),
+			Details: map[string]any{"tool_call_id": args.ToolCallID}}
+	case errors.As(err, &ids):
+		code := "invalid_tool_results"
+		if ids.Kind == chat.ActionApproval {
+			code = "invalid_decisions"
+		}
+		return &apiError{Status: http.StatusBadRequest, Code: code, Message: ids.Error(),
+			Details: map[string]any{"missing": nonNil(ids.Missing), "unknown": nonNil(ids.Unknown), "duplicate": nonNil(ids.Duplicate)}}
 	case errors.Is(err, store.ErrBadCursor):
 		return &apiError{Status: http.StatusBadRequest, Code: "bad_cursor", Message: "cursor is not one this server issued; start again without it",
 			Details: map[string]any{"param": "cursor"}}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/events"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // Decision is a person's answer to one call waiting for approval.
@@ -57,51 +55,22 @@ func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, de
 			decisions[i].Args = nil // as if absent
 		}
 	}
-	var c chat.Chat
-	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
-		var err error
-		if c, err = lockOwned(ctx, tx, by.Owner, id); err != nil {
-			return err
+	byID := make(map[string]Decision, len(decisions))
+	ids := make([]string, len(decisions))
+	for i, d := range decisions {
+		ids[i] = d.ToolCallID
+		if _, dup := byID[d.ToolCallID]; !dup {
+			byID[d.ToolCallID] = d
 		}
-		if c.Status != chat.RequiresAction {
-			return &StatusError{ChatID: id, Status: c.Status, Reason: "decisions are accepted only while the chat is requires_action with calls waiting for approval"}
-		}
-		tail, err := tx.LastTurn(ctx, id)
-		if err != nil {
-			return err
-		}
-		actions := chat.PendingActions(tail, c.DynamicTools)
-		pending := chat.OfKind(actions, chat.ActionApproval)
-		if len(pending) == 0 {
-			return &StatusError{ChatID: id, Status: c.Status, Reason: "no call waits for approval (decided already, or the chat waits for the client's results: POST /tool-results)"}
-		}
-		byID := make(map[string]Decision, len(decisions))
-		ids := make([]string, len(decisions))
-		for i, d := range decisions {
-			ids[i] = d.ToolCallID
-			if _, dup := byID[d.ToolCallID]; !dup {
-				byID[d.ToolCallID] = d
-			}
-		}
-		if err := matchIDs(pending, ids, "decisions"); err != nil {
-			return err
-		}
-		now := time.Now().UTC()
+	}
+	now := time.Now().UTC()
+	c, err := s.answerPending(ctx, by.Owner, id, answerDecisions, ids, func(pending []chat.ToolCall) ([]chat.Part, error) {
 		var parts []chat.Part
 		for _, call := range pending {
 			d := byID[call.ToolCallID]
-			var args json.RawMessage
-			if a := bytes.TrimSpace(d.Args); len(a) > 0 && d.Approve {
-				if a[0] != '{' || !json.Valid(a) {
-					return &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("want a JSON object")}
-				}
-				if s.tools == nil {
-					return &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("tool %q is not available now", call.ToolName)}
-				}
-				if err := s.tools.CheckArgs(call.ToolName, d.Args); err != nil {
-					return &ArgsError{ToolCallID: call.ToolCallID, Err: err}
-				}
-				args = d.Args
+			args, err := s.editedArgs(call, d)
+			if err != nil {
+				return nil, err
 			}
 			parts = append(parts, chat.Part{Type: chat.PartToolDecision, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Args: args,
 				Decision: &chat.Decision{Approved: d.Approve, Reason: d.Reason, DecidedBy: by.Owner, Token: by.Token, DecidedAt: now}})
@@ -110,16 +79,29 @@ func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, de
 					Output: chat.DeniedOutput(d.Reason), IsError: true})
 			}
 		}
-		m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: parts}
-		if err := tx.InsertMessage(ctx, &m); err != nil {
-			return fmt.Errorf("insert decisions: %w", err)
-		}
-		n.Message(m)
-		c, err = resumeIfAnswered(ctx, tx, n, c, len(actions) > len(pending))
-		return err
+		return parts, nil
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("submit decisions to %s: %w", id, err)
 	}
-	return c, s.withRequiredAction(ctx, s.st, &c)
+	return c, nil
+}
+
+// editedArgs checks the arguments a person gave with an approval: none
+// (nil), or a JSON object the tool's schema accepts.
+func (s *Service) editedArgs(call chat.ToolCall, d Decision) (json.RawMessage, error) {
+	a := bytes.TrimSpace(d.Args)
+	if len(a) == 0 || !d.Approve {
+		return nil, nil
+	}
+	if a[0] != '{' || !json.Valid(a) {
+		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("want a JSON object")}
+	}
+	if s.tools == nil {
+		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("tool %q is not available now", call.ToolName)}
+	}
+	if err := s.tools.CheckArgs(call.ToolName, a); err != nil {
+		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: err}
+	}
+	return d.Args, nil
 }

@@ -19,19 +19,23 @@ type ToolResult struct {
 	IsError    bool            `json:"is_error"`
 }
 
-// ToolResultsError refuses a submission (of tool results, or of decisions)
+// IDMismatchError refuses a submission (of tool results, or of decisions)
 // whose ids do not match the pending calls exactly.
-type ToolResultsError struct {
-	Of        string   // what the submission gives: "results" or "decisions"
+type IDMismatchError struct {
+	Kind      string   // the pending calls' kind: chat.ActionClient (results) or chat.ActionApproval (decisions)
 	Missing   []string // pending calls without one
 	Unknown   []string // ids that are not pending calls
 	Duplicate []string // ids given more than once
 }
 
-func (e *ToolResultsError) Error() string {
+func (e *IDMismatchError) Error() string {
 	var parts []string
 	if len(e.Missing) > 0 {
-		parts = append(parts, "missing "+e.Of+" for "+strings.Join(e.Missing, ", "))
+		what := "results"
+		if e.Kind == chat.ActionApproval {
+			what = "decisions"
+		}
+		parts = append(parts, "missing "+what+" for "+strings.Join(e.Missing, ", "))
 	}
 	if len(e.Unknown) > 0 {
 		parts = append(parts, "unknown tool call ids "+strings.Join(e.Unknown, ", "))
@@ -46,54 +50,86 @@ func (e *ToolResultsError) Error() string {
 // requires_action and makes it pending, in one transaction: the first
 // submission wins, every later or concurrent one finds the chat in another
 // status (StatusError, 409). The ids must match the pending calls exactly.
+// A chat that also waits for approvals stays in requires_action.
 func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, results []ToolResult) (chat.Chat, error) {
+	ids := make([]string, len(results))
+	byID := make(map[string]ToolResult, len(results))
+	for i, r := range results {
+		if len(r.Output) == 0 {
+			r.Output = json.RawMessage("null")
+		}
+		ids[i] = r.ToolCallID
+		if _, dup := byID[r.ToolCallID]; !dup {
+			byID[r.ToolCallID] = r
+		}
+	}
+	c, err := s.answerPending(ctx, owner, id, answerResults, ids, func(pending []chat.ToolCall) ([]chat.Part, error) {
+		parts := make([]chat.Part, len(pending))
+		for i, call := range pending {
+			r := byID[call.ToolCallID]
+			parts[i] = chat.Part{Type: chat.PartToolResult, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Output: r.Output, IsError: r.IsError}
+		}
+		return parts, nil
+	})
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("submit tool results to %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// What a submission answers: a client's results, or a person's decisions.
+const (
+	answerResults   = chat.ActionClient
+	answerDecisions = chat.ActionApproval
+)
+
+// answerPending records, for the owner's chat in requires_action, the
+// answers to its pending calls of one kind, in one transaction: ids must
+// name exactly those calls (IDMismatchError), build turns them into the
+// parts of one tool message (or refuses), and the chat becomes pending once
+// no call of either kind waits. The first submission wins: a later or
+// concurrent one finds nothing of its kind pending (StatusError, 409).
+func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids []string, build func(pending []chat.ToolCall) ([]chat.Part, error)) (chat.Chat, error) {
 	var c chat.Chat
 	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = lockOwned(ctx, tx, owner, id); err != nil {
 			return err
 		}
+		what := map[string]string{answerResults: "tool results", answerDecisions: "decisions"}[kind]
 		if c.Status != chat.RequiresAction {
-			return &StatusError{ChatID: id, Status: c.Status, Reason: "tool results are accepted only while the chat is requires_action"}
+			return &StatusError{ChatID: id, Status: c.Status, Reason: what + " are accepted only while the chat is requires_action"}
 		}
 		tail, err := tx.LastTurn(ctx, id)
 		if err != nil {
 			return err
 		}
 		actions := chat.PendingActions(tail, c.DynamicTools)
-		pending := chat.OfKind(actions, chat.ActionClient)
+		pending := chat.OfKind(actions, kind)
 		if len(pending) == 0 {
-			return &StatusError{ChatID: id, Status: c.Status, Reason: "no tool call waits for the client's result (the chat waits for a person's approval: POST /approvals)"}
-		}
-		byID := make(map[string]ToolResult, len(results))
-		ids := make([]string, len(results))
-		for i, r := range results {
-			if len(r.Output) == 0 {
-				r.Output = json.RawMessage("null")
+			reason := "no tool call waits for the client's result (the chat waits for a person's approval: POST /approvals)"
+			if kind == answerDecisions {
+				reason = "no call waits for approval (decided already, or the chat waits for the client's results: POST /tool-results)"
 			}
-			ids[i] = r.ToolCallID
-			if _, dup := byID[r.ToolCallID]; !dup {
-				byID[r.ToolCallID] = r
-			}
+			return &StatusError{ChatID: id, Status: c.Status, Reason: reason}
 		}
-		if err := matchIDs(pending, ids, "results"); err != nil {
+		if err := matchIDs(pending, ids, kind); err != nil {
 			return err
 		}
-		parts := make([]chat.Part, len(pending))
-		for i, call := range pending {
-			r := byID[call.ToolCallID]
-			parts[i] = chat.Part{Type: chat.PartToolResult, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Output: r.Output, IsError: r.IsError}
+		parts, err := build(pending)
+		if err != nil {
+			return err
 		}
 		m := chat.Message{ChatID: id, Role: chat.RoleTool, Parts: parts}
 		if err := tx.InsertMessage(ctx, &m); err != nil {
-			return fmt.Errorf("insert tool results: %w", err)
+			return fmt.Errorf("insert %s: %w", what, err)
 		}
 		n.Message(m)
 		c, err = resumeIfAnswered(ctx, tx, n, c, len(actions) > len(pending))
 		return err
 	})
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("submit tool results to %s: %w", id, err)
+		return chat.Chat{}, err
 	}
 	return c, s.withRequiredAction(ctx, s.st, &c)
 }
@@ -112,14 +148,14 @@ func resumeIfAnswered(ctx context.Context, tx store.Tx, n *events.Notice, c chat
 	return after, nil
 }
 
-// matchIDs checks that ids name exactly the pending calls, once each; of
-// says what the ids come with ("results", "decisions").
-func matchIDs(pending []chat.ToolCall, ids []string, of string) error {
+// matchIDs checks that ids name exactly the pending calls (of kind), once
+// each.
+func matchIDs(pending []chat.ToolCall, ids []string, kind string) error {
 	want := make(map[string]bool, len(pending))
 	for _, c := range pending {
 		want[c.ToolCallID] = true
 	}
-	e := ToolResultsError{Of: of}
+	e := IDMismatchError{Kind: kind}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		switch {
