@@ -5,10 +5,8 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -206,16 +204,23 @@ func Default() Config {
 func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 	cfg := Default()
 	file := first(flags.ConfigFile, getenv("PARLEY_CONFIG"))
+	var doc *yaml.Node // the file's tree, for the lines of errors
 	if file != "" {
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		if doc, err = decodeFile(raw, &cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", file, err)
 		}
+	}
+	// The settings a flag or variable gave: an error about one has no
+	// line in the file.
+	notFromFile := map[string]bool{
+		"listen":    first(flags.Listen, getenv("PARLEY_LISTEN")) != "",
+		"data_dir":  first(flags.DataDir, getenv("PARLEY_DATA_DIR")) != "",
+		"database":  first(flags.Database, getenv("PARLEY_DATABASE_URL")) != "",
+		"log_level": first(flags.LogLevel, getenv("PARLEY_LOG_LEVEL")) != "",
 	}
 	cfg.Listen = first(flags.Listen, getenv("PARLEY_LISTEN"), cfg.Listen)
 	cfg.DataDir = first(flags.DataDir, getenv("PARLEY_DATA_DIR"), cfg.DataDir)
@@ -236,10 +241,10 @@ func Load(flags Overrides, getenv func(string) string) (*Config, error) {
 		cfg.DefaultModel = cfg.Models[0].Name
 	}
 	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, located(file, doc, err, notFromFile)
 	}
 	if err := cfg.resolveMCP(getenv); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, located(file, doc, err, notFromFile)
 	}
 	return &cfg, nil
 }
@@ -353,7 +358,7 @@ func (c *Config) checkModels() error {
 		}
 		seen[m.Name] = true
 		if !slices.Contains(Providers, m.Provider) {
-			return fmt.Errorf("models[%d] (%s): provider %q is not one of %s", i, m.Name, m.Provider, strings.Join(Providers, ", "))
+			return errUnknownProvider(i, m.Name, m.Provider)
 		}
 		if m.Model == "" && m.Provider != "echo" {
 			return fmt.Errorf("models[%d] (%s): model (the provider's model id) is required", i, m.Name)
@@ -368,7 +373,11 @@ func (c *Config) checkModels() error {
 		}
 	}
 	if !seen[c.DefaultModel] {
-		return fmt.Errorf("default_model %q is not among the models", c.DefaultModel)
+		names := make([]string, len(c.Models))
+		for i, m := range c.Models {
+			names[i] = m.Name
+		}
+		return fmt.Errorf("default_model %q is not among the models (%s)", c.DefaultModel, strings.Join(names, ", "))
 	}
 	return nil
 }
