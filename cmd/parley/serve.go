@@ -33,9 +33,9 @@ start that fails leaves nothing behind. It then applies any missing database
 migrations and, on a database with no owner at all, creates the owner
 "admin", prints its token once and saves it to <data-dir>/admin.token
 (mode 0600), unless that file holds the token of another database: then it
-stops and says so. It then prints the address it listens on ("parley listening
-on http://ADDR"): with --listen 127.0.0.1:0 it is the port the system
-picked.
+stops and says so. It then prints the address it listens on, once ("parley
+listening on http://ADDR"; a wildcard host as 127.0.0.1): with --listen
+127.0.0.1:0 it is the port the system picked.
 
 On SQLite (the default: sqlite://<data-dir>/parley.db) only one serve process
 may use a database file: a second one refuses to start. To run several
