@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
@@ -210,8 +211,14 @@ func (r *run) step(ctx context.Context, model llm.Model, history []chat.Message)
 // waits for a client or a person (requires_action) or failed.
 func (r *run) runTools(ctx context.Context, callsBy, last int64, step tools.Step) (done bool, err error) {
 	step.ChatID, step.Dynamic = r.chat.ID, r.chat.DynamicTools
-	step.Progress = func(c chat.ToolCall, p tool.Progress) { r.steps.progress(callsBy, c, p) }
+	var over atomic.Bool // a report after the calls returned (an abandoned tool's) is dropped
+	step.Progress = func(c chat.ToolCall, p tool.Progress) {
+		if !over.Load() {
+			r.steps.progress(callsBy, c, p)
+		}
+	}
 	out := r.e.tools.Run(ctx, step)
+	over.Store(true)
 	var results *chat.Message
 	if len(out.Results) > 0 {
 		// Until written, the results are the run's to keep: a failure

@@ -35,6 +35,9 @@ type stepState struct {
 	// watched: a snapshot was asked for during this run, so its deltas go to
 	// every replica from then on. Set under pubMu too, and kept across steps.
 	watched bool
+	// reported: when each tool call of the run last had a progress report
+	// published.
+	reported map[string]time.Time
 }
 
 func newStepState() *stepState { return &stepState{} }
@@ -119,6 +122,17 @@ func (s *stepState) progress(msgID int64, c chat.ToolCall, p tool.Progress) {
 	defer s.pubMu.Unlock()
 	s.mu.Lock()
 	e, chatID, watched := s.e, s.chatID, s.watched
+	now := time.Now()
+	last, seen := s.reported[c.ToolCallID]
+	final := p.Total > 0 && p.Progress >= p.Total
+	if seen && now.Sub(last) < e.cfg.DeltaFlush && !final {
+		s.mu.Unlock()
+		return // a chatty tool: at most one report per call each DeltaFlush
+	}
+	if s.reported == nil {
+		s.reported = map[string]time.Time{}
+	}
+	s.reported[c.ToolCallID] = now
 	s.mu.Unlock()
 	ev := events.ChatEvent{Kind: events.KindToolProgress, Progress: &events.ToolProgress{
 		Type: events.KindToolProgress, MessageID: msgID, ToolCallID: c.ToolCallID, ToolName: c.ToolName,
