@@ -114,6 +114,10 @@ func (e *Engine) publishLive(chatID string, ev events.ChatEvent, watched bool) e
 	return e.ps.Publish(context.Background(), topic, payload)
 }
 
+// progressEvery is the least time between two progress reports of one call
+// that reach the stream: a person reading them needs no more.
+const progressEvery = 50 * time.Millisecond
+
 // progress publishes a progress report of one of the step's tool calls,
 // routed as the step's deltas are (to every replica once the run is
 // watched). Reports are not kept for snapshots: the next one supersedes it.
@@ -125,9 +129,9 @@ func (s *stepState) progress(msgID int64, c chat.ToolCall, p tool.Progress) {
 	now := time.Now()
 	last, seen := s.reported[c.ToolCallID]
 	final := p.Total > 0 && p.Progress >= p.Total
-	if seen && now.Sub(last) < e.cfg.DeltaFlush && !final {
+	if seen && now.Sub(last) < progressEvery && !final {
 		s.mu.Unlock()
-		return // a chatty tool: at most one report per call each DeltaFlush
+		return // a chatty tool: at most one report per call each progressEvery
 	}
 	if s.reported == nil {
 		s.reported = map[string]time.Time{}
