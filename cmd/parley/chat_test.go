@@ -91,7 +91,9 @@ func (p *chatProc) wait() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-var chatIDLine = regexp.MustCompile(`chat ([0-9a-f-]{36}) \(continue it with: parley chat --chat ([0-9a-f-]{36})\)`)
+// chatIDLine matches the stderr of a session on a new chat: its id at the
+// start, and at the end the command that continues it.
+var chatIDLine = regexp.MustCompile(`chat ([0-9a-f-]{36})\n(?s:.*)continue it with: parley chat --chat ([0-9a-f-]{36})`)
 
 // TestChatCommand: one message, one answer on stdout; the token read from
 // the data dir; a continued chat; and the errors a user meets.
