@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 	"github.com/parleyhq/parley/internal/tools"
@@ -380,4 +381,27 @@ func TestToolsListShowApprovalPolicy(t *testing.T) {
 	if len(got) != 2 || got["add"] != "always true" || got["clock"] != "never false" {
 		t.Fatalf("tools: %v", got)
 	}
+}
+
+// TestApprovalDeadlineDenies: nobody decides within the chat's
+// tool_result_timeout (1s), so the call is denied, the model is told, and a
+// decision sent afterwards is a conflict.
+func TestApprovalDeadlineDenies(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	at := newApprovalTools(t)
+	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}}, llmtest.Turn{Text: "nobody answered"})
+	s := newSQLite(t, func(su *setup) { su.cfg, su.tools = liveConfig(fake.URL), at.reg })
+	s.live = true
+	runEngine(t, s, func(c *engine.Config) { c.PollInterval = 50 * time.Millisecond })
+	tok := s.token("alice")
+	c := s.createChat(tok, map[string]any{"title": "deadline", "message": "add", "approve": []string{"add"}, "tool_result_timeout": "1s"})
+	s.waitFor(tok, c.ID, chat.RequiresAction)
+	s.waitFor(tok, c.ID, chat.Waiting)
+	if at.adds.Load() != 0 {
+		t.Fatal("an undecided call ran")
+	}
+	if body := secondRequest(t, fake); !strings.Contains(body, "denied:nodecisionbeforedeadline") {
+		t.Fatalf("the model was not told: %s", body)
+	}
+	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
 }
