@@ -58,6 +58,7 @@ func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Res
 	results := make([]tool.Result, len(calls))
 	slots := make(chan struct{}, s.cfg.MaxConcurrency)
 	var wg sync.WaitGroup
+	var failed atomic.Bool // a call got, or will get, no result of its own
 launch:
 	for i, c := range calls {
 		e := cat.byName[c.Name]
@@ -68,6 +69,7 @@ launch:
 		select {
 		case slots <- struct{}{}:
 		case <-batch.Done():
+			failed.Store(true)
 			break launch
 		}
 		wg.Add(1)
@@ -76,6 +78,7 @@ launch:
 			defer func() { <-slots }()
 			r, err := s.call(batch, sess, e, c)
 			if err != nil {
+				failed.Store(true)
 				cancel(err) // before wg.Done, so the batch's cause is set when done closes
 				return
 			}
@@ -89,6 +92,9 @@ launch:
 	}()
 	select {
 	case <-done:
+		if !failed.Load() {
+			return results, nil // every call answered, even if ctx ended just after
+		}
 	case <-batch.Done():
 		// Return at once: the calls still running end soon, their contexts
 		// being done, and write only to results, which nobody reads then.
