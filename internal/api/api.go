@@ -1,6 +1,7 @@
 // Package api serves parley's HTTP API: the chat routes under /api/v1, the
 // owner's event feed over Server-Sent Events, and the unauthenticated
-// /healthz, /readyz and /metrics.
+// /healthz, /readyz and /metrics, and mounts the OpenAI-compatible facade
+// (internal/facade) under /v1/.
 //
 // Handlers decode and check the request, call the service, and write JSON.
 // Every error becomes the body {"error": {"code", "message", "details"}} in
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/facade"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
@@ -51,6 +53,7 @@ type api struct {
 	keepAlive  time.Duration
 	tokenCheck time.Duration
 	tools      *tools.Registry
+	facade     http.Handler // the OpenAI-compatible routes under /v1/
 
 	mux    *http.ServeMux
 	routes map[string]bool // the registered patterns, the only route labels
@@ -96,6 +99,12 @@ func New(d Deps) (http.Handler, error) {
 		opts = append(opts, service.WithServerTools(d.Tools))
 	}
 	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
+	fc, err := facade.New(facade.Deps{Config: d.Config, Store: d.Store, PubSub: d.PubSub, Service: a.svc,
+		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive})
+	if err != nil {
+		return nil, err
+	}
+	a.facade = fc
 	a.register()
 	return a, nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/parleyhq/parley/internal/facade"
 )
 
 // handler is an HTTP handler that returns its error, answered in one place.
@@ -32,6 +34,10 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
 	a.handle("POST "+v1+"/chats/{id}/approvals", a.authed(a.submitApprovals))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))
+
+	// The OpenAI-compatible facade answers everything under /v1/ itself.
+	a.routes[facade.Prefix] = true
+	a.mux.Handle(facade.Prefix, a.facade)
 }
 
 // handle installs h on pattern and records the pattern as a route label.

@@ -1,0 +1,212 @@
+package facade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Labels of the chats the facade makes.
+const (
+	labelAPI      = "api"
+	labelAPIValue = "openai-chat"
+	labelUser     = "user" // the request's "user"
+)
+
+// maxBody bounds a request body.
+const maxBody = 32 << 20
+
+// target is the chat a request runs: where its run starts, and the write
+// that starts it.
+type target struct {
+	chat     chat.Chat
+	baseline int64 // the last message before the run
+	start    func(ctx context.Context) error
+}
+
+// chatCompletions serves POST /v1/chat/completions.
+func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req completionRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return invalid("", "the request body could not be read: %v", err)
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return invalid("", "We could not parse the JSON body of your request: %v", err)
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	if _, ok := f.cfg.FindModel(req.Model); !ok {
+		return modelNotFound(req.Model)
+	}
+	cv, err := req.conversation()
+	if err != nil {
+		return err
+	}
+	tg, err := f.target(r.Context(), owner, &req, cv)
+	if err != nil {
+		return err
+	}
+	f.log.Debug("openai facade: chat completion", "chat", tg.chat.ID, "after", tg.baseline, "stream", req.Stream)
+	resp := newResponder(&req, tg.chat, tg.baseline)
+	if req.Stream {
+		return f.streamRun(w, r, owner, tg, resp)
+	}
+	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	if err != nil {
+		return err
+	}
+	if out.Chat.Status == chat.Error {
+		return runFailed(out.Chat)
+	}
+	writeJSON(w, http.StatusOK, resp.completion(out))
+	return nil
+}
+
+// runFailed is the error of a run that ended its chat in error.
+func runFailed(c chat.Chat) *apiError {
+	msg := "the model's run failed"
+	if c.LastError != nil {
+		msg = fmt.Sprintf("the model's run failed (%s): %s", c.LastError.Kind, c.LastError.Message)
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed",
+		Message: msg + fmt.Sprintf("; parley chat %s", c.ID)}
+}
+
+// target finds the chat a request continues, or creates one for it.
+func (f *Facade) target(ctx context.Context, owner string, req *completionRequest, cv conversation) (target, error) {
+	if len(cv.Results) > 0 {
+		c, ok, err := f.waitingFor(ctx, owner, cv.Results)
+		if err != nil {
+			return target{}, err
+		}
+		if ok {
+			return f.continueChat(ctx, owner, c, cv.Results)
+		}
+	}
+	return f.newChat(ctx, owner, req, cv)
+}
+
+// waitingFor finds the owner's facade chat that waits in requires_action
+// for exactly the client calls results answer. It reads the database only,
+// so the chat may have run on any replica.
+func (f *Facade) waitingFor(ctx context.Context, owner string, results []chat.Part) (chat.Chat, bool, error) {
+	ids := make([]string, len(results))
+	for i, p := range results {
+		ids[i] = p.ToolCallID
+	}
+	slices.Sort(ids)
+	q := store.ChatQuery{Statuses: []chat.Status{chat.RequiresAction}, Labels: map[string]string{labelAPI: labelAPIValue}, Limit: store.MaxPageSize}
+	for {
+		page, err := f.svc.ListChats(ctx, owner, q)
+		if err != nil {
+			return chat.Chat{}, false, err
+		}
+		for _, c := range page.Chats {
+			if c.RequiredAction == nil {
+				continue
+			}
+			pending := chat.OfKind(c.RequiredAction.ToolCalls, chat.ActionClient)
+			want := make([]string, len(pending))
+			for i, p := range pending {
+				want[i] = p.ToolCallID
+			}
+			slices.Sort(want)
+			if len(want) > 0 && slices.Equal(want, ids) {
+				return c, true, nil
+			}
+		}
+		if page.NextCursor == "" {
+			return chat.Chat{}, false, nil
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+// continueChat is the target of a request that answers the calls a chat
+// waits for: submitting them as its tool results resumes it, with its
+// hidden server-side steps still in the model's context.
+func (f *Facade) continueChat(ctx context.Context, owner string, c chat.Chat, results []chat.Part) (target, error) {
+	tail, err := f.st.LastTurn(ctx, c.ID)
+	if err != nil {
+		return target{}, fmt.Errorf("read the last turn of %s: %w", c.ID, err)
+	}
+	var baseline int64
+	for _, m := range tail {
+		baseline = max(baseline, m.ID)
+	}
+	submit := make([]service.ToolResult, len(results))
+	for i, p := range results {
+		submit[i] = service.ToolResult{ToolCallID: p.ToolCallID, Output: p.Output}
+	}
+	start := func(ctx context.Context) error {
+		_, err := f.svc.SubmitToolResults(ctx, owner, c.ID, submit)
+		var se *service.StatusError
+		if errors.As(err, &se) {
+			return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "conversation_moved_on",
+				Message: fmt.Sprintf("parley chat %s no longer waits for these tool results (it is %s): another request answered them, or its deadline passed", c.ID, se.Status)}
+		}
+		return err
+	}
+	return target{chat: c, baseline: baseline, start: start}, nil
+}
+
+// newChat creates the chat of a request that continues none: its messages
+// are the chat's history, and starting it answers them.
+func (f *Facade) newChat(ctx context.Context, owner string, req *completionRequest, cv conversation) (target, error) {
+	tools, err := req.dynamicTools()
+	if err != nil {
+		return target{}, err
+	}
+	in := service.NewChat{
+		Model:        req.Model,
+		SystemPrompt: cv.System,
+		Title:        title(cv.History, f.cfg.Limits.Chat().MaxTitleBytes),
+		Labels:       map[string]string{labelAPI: labelAPIValue},
+		DynamicTools: tools,
+	}
+	if req.User != "" {
+		in.Labels[labelUser] = req.User
+	}
+	if req.toolChoiceNone() {
+		in.DynamicTools, in.Tools = nil, chat.ToolGlobs{} // offer no tool at all
+	}
+	created, msgs, err := f.svc.CreateWithHistory(ctx, owner, in, cv.History)
+	if err != nil {
+		var ve *chat.ValidationError
+		if errors.As(err, &ve) && ve.Field == "labels" {
+			return target{}, invalid("user", "%s", ve.Message)
+		}
+		return target{}, err
+	}
+	id := created.Chat.ID
+	start := func(ctx context.Context) error {
+		_, err := f.svc.StartChat(ctx, owner, id)
+		return err
+	}
+	return target{chat: created.Chat, baseline: msgs[len(msgs)-1].ID, start: start}, nil
+}
+
+// titlePrefix starts the title of every facade chat. A title of the
+// client's making also keeps the engine from asking the model for one,
+// which a Chat Completions client does not expect to pay for.
+const titlePrefix = "API: "
+
+// title names a chat by the start of its first user message.
+func title(history []chat.Message, maxBytes int) string {
+	for _, m := range history {
+		if m.Role == chat.RoleUser {
+			return titlePrefix + service.FallbackTitle(m.Parts, maxBytes-len(titlePrefix))
+		}
+	}
+	return titlePrefix + "chat completion"
+}

@@ -1,0 +1,117 @@
+package facade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// OpenAI's error types.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
+	typeNotFound       = "not_found_error"
+	typeConflict       = "conflict_error"
+	typeServer         = "server_error"
+)
+
+// apiError is an error as an OpenAI client reads it:
+// {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	Status  int     `json:"-"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    any     `json:"code"` // a string, or null
+}
+
+func (e *apiError) Error() string { return e.Type + ": " + e.Message }
+
+// invalid is a 400 about one request field.
+func invalid(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: &param,
+		Message: fmt.Sprintf(format, args...)}
+}
+
+// modelNotFound is OpenAI's answer for a model it does not serve.
+func modelNotFound(name string) *apiError {
+	p := "model"
+	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: &p, Code: "model_not_found",
+		Message: fmt.Sprintf("The model %q does not exist: it is not one of parley's configured models (GET /v1/models lists them).", name)}
+}
+
+// toAPIError maps any error a handler returns to what the client sees.
+func toAPIError(err error) *apiError {
+	var (
+		ae  *apiError
+		ve  *chat.ValidationError
+		um  *service.UnknownModelError
+		se  *service.StatusError
+		sc  *store.StatusConflictError
+		ids *service.IDMismatchError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &um):
+		return modelNotFound(um.Model)
+	case errors.As(err, &ve):
+		return invalid(requestParam(ve.Field), "%s", ve.Error())
+	case errors.As(err, &ids):
+		return invalid("messages", "%s", ids.Error())
+	case errors.As(err, &se):
+		return &apiError{Status: http.StatusConflict, Type: typeConflict, Message: se.Error()}
+	case errors.As(err, &sc):
+		return &apiError{Status: http.StatusConflict, Type: typeConflict,
+			Message: fmt.Sprintf("the conversation's chat is %s; send the request again", sc.Status)}
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: "chat not found"}
+	case errors.Is(err, store.ErrUnavailable):
+		return &apiError{Status: http.StatusServiceUnavailable, Type: typeServer,
+			Message: "the database is unavailable for a moment; try again"}
+	case errors.Is(err, context.Canceled):
+		return &apiError{Status: 499, Type: typeInvalidRequest, Message: "the request was canceled"}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "internal server error"}
+}
+
+// requestParam names the request field a service validation error is
+// about: the chat's dynamic tools are the request's tools.
+func requestParam(field string) string {
+	if rest, ok := strings.CutPrefix(field, "dynamic_tools"); ok {
+		rest = strings.Replace(rest, ".name", ".function.name", 1)
+		rest = strings.Replace(rest, ".input_schema", ".function.parameters", 1)
+		return "tools" + rest
+	}
+	if strings.HasPrefix(field, "history") {
+		return "messages"
+	}
+	return field
+}
+
+// writeError answers with err in OpenAI's error shape.
+func writeError(w http.ResponseWriter, err error) {
+	ae := toAPIError(err)
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, status = []byte(`{"error":{"message":"internal server error","type":"server_error","param":null,"code":null}}`), http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

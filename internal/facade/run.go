@@ -1,0 +1,250 @@
+package facade
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// pollInterval is how often a followed run's chat is read again: events are
+// hints, and a lost one must cost latency, never the answer.
+const pollInterval = 2 * time.Second
+
+// observer receives what a followed run streams; the non-stream answer has
+// none. Its methods are called from the follower's goroutine only.
+type observer interface {
+	// begin is called once the write that starts the run committed: from
+	// then on the answer is a stream, and errors are told inside it.
+	begin() error
+	// parts gets live deltas of the run's steps (and snapshots of them),
+	// possibly repeated or out of order.
+	parts(b *events.PartBatch) error
+	// message gets each durable message of the run, possibly more than once.
+	message(m chat.Message) error
+	// keepAlive is called every keep-alive interval.
+	keepAlive() error
+}
+
+// outcome is how a run ended: the chat as it stands, the run's assistant
+// messages (those after the message the run answers), the client calls the
+// chat now waits for, and the run's usage summed over its steps.
+type outcome struct {
+	Chat     chat.Chat
+	Baseline int64
+	Steps    []chat.Message
+	Calls    []chat.ToolCall
+	Usage    chat.Usage
+}
+
+// text joins the text of the run's steps, a blank line between steps: the
+// answer as a client that sees no server-side call reads it.
+func (o outcome) text() string {
+	var out string
+	for _, m := range o.Steps {
+		if t := textOf(m); t != "" {
+			if out != "" {
+				out += stepSeparator
+			}
+			out += t
+		}
+	}
+	return out
+}
+
+// stepSeparator stands between the texts of two steps of a run.
+const stepSeparator = "\n\n"
+
+// textOf joins the text parts of a message.
+func textOf(m chat.Message) string {
+	var s string
+	for _, p := range m.Parts {
+		if p.Type == chat.PartText {
+			s += p.Text
+		}
+	}
+	return s
+}
+
+// follow subscribes to the chat's events, runs start (the write that makes
+// the chat pending), and follows the run until the chat waits for the
+// client (requires_action with client calls), is waiting, or failed
+// (error). Subscribing first means no event of the run is missed; the end
+// is also found by reading the chat every pollInterval, so a lost event only
+// delays it. The run itself belongs to the engine, on whatever replica: if
+// ctx ends first (the client went away), the run goes on, and a later
+// request continues from it. baseline is the id of the last message before
+// the run; obs may be nil.
+func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
+	sub, err := f.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return outcome{}, fmt.Errorf("subscribe to chat %s: %w", id, err)
+	}
+	defer sub.Close()
+	if err := start(ctx); err != nil {
+		return outcome{}, err
+	}
+	if obs != nil {
+		if err := obs.begin(); err != nil {
+			return outcome{}, err
+		}
+	}
+	c, err := f.svc.GetChat(ctx, owner, id) // after the start: every later change is newer
+	if err != nil {
+		return outcome{}, err
+	}
+	if ended(c) {
+		return f.finish(ctx, c, baseline, obs)
+	}
+	version := c.Version
+	var nonce string // the snapshot request in flight
+	if c.Status == chat.Running && f.deltasStayWithWorker() {
+		nonce = f.askSnapshot(ctx, id)
+	}
+	poll := time.NewTicker(pollInterval)
+	defer poll.Stop()
+	keep := time.NewTicker(f.keepAlive)
+	defer keep.Stop()
+	subC := sub.C()
+	reread := func() (bool, outcome, error) {
+		c, err := f.svc.GetChat(ctx, owner, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return true, outcome{}, ctx.Err()
+			}
+			f.log.Warn("openai facade: chat not read; trying again", "chat", id, "err", err)
+			return false, outcome{}, nil
+		}
+		if !ended(c) {
+			return false, outcome{}, nil
+		}
+		out, err := f.finish(ctx, c, baseline, obs)
+		return true, out, err
+	}
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return outcome{}, ctx.Err()
+		case <-keep.C:
+			if obs != nil {
+				err = obs.keepAlive()
+			}
+		case <-poll.C:
+			if done, out, err := reread(); done {
+				return out, err
+			}
+		case m, ok := <-subC:
+			if !ok || m.Missed {
+				if !ok {
+					subC = nil // lagged or closed: the polls go on alone
+				}
+				if done, out, err := reread(); done {
+					return out, err
+				}
+				continue
+			}
+			var ev events.ChatEvent
+			if json.Unmarshal(m.Payload, &ev) != nil {
+				continue
+			}
+			switch ev.Kind {
+			case events.KindStatus:
+				if ev.Chat == nil || ev.Chat.Version <= version {
+					continue // older than what the start left: another run's
+				}
+				version = ev.Chat.Version
+				if ev.Chat.Status == chat.Running && f.deltasStayWithWorker() {
+					nonce = f.askSnapshot(ctx, id)
+				}
+				if ev.Chat.Status != chat.Running && ev.Chat.Status != chat.Pending {
+					if done, out, err := reread(); done {
+						return out, err
+					}
+				}
+			case events.KindPart:
+				if obs != nil && ev.Parts != nil && ev.Parts.MessageID > baseline {
+					err = obs.parts(ev.Parts)
+				}
+			case events.KindSnapshot:
+				if obs != nil && nonce != "" && ev.Nonce == nonce && ev.Parts != nil && ev.Parts.MessageID > baseline {
+					nonce = ""
+					err = obs.parts(ev.Parts)
+				}
+			case events.KindMessage:
+				if obs != nil && ev.Message != nil && ev.Message.ID > baseline {
+					err = obs.message(*ev.Message)
+				}
+			}
+		}
+		if err != nil {
+			return outcome{}, err
+		}
+	}
+}
+
+// ended reports whether a run the facade follows is over: the chat waits
+// for the client's results, or for nothing. A chat that waits only for a
+// person's approval goes on once it is given (parley's API).
+func ended(c chat.Chat) bool {
+	switch c.Status {
+	case chat.Waiting, chat.Error:
+		return true
+	case chat.RequiresAction:
+		return c.RequiredAction != nil && len(chat.OfKind(c.RequiredAction.ToolCalls, chat.ActionClient)) > 0
+	}
+	return false
+}
+
+// finish reads what the run wrote and sums it up; obs gets every durable
+// message of the run, so a stream ends holding all of it whatever deltas
+// it missed.
+func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs observer) (outcome, error) {
+	out := outcome{Chat: c, Baseline: baseline}
+	err := store.ForEachMessage(ctx, f.st, c.ID, baseline, func(m chat.Message) error {
+		if m.Role != chat.RoleAssistant {
+			return nil
+		}
+		out.Steps = append(out.Steps, m)
+		if m.Usage != nil {
+			out.Usage = out.Usage.Add(*m.Usage)
+		}
+		if obs != nil {
+			return obs.message(m)
+		}
+		return nil
+	})
+	if err != nil {
+		return outcome{}, fmt.Errorf("read the run of chat %s: %w", c.ID, err)
+	}
+	if c.Status == chat.RequiresAction && c.RequiredAction != nil {
+		out.Calls = chat.OfKind(c.RequiredAction.ToolCalls, chat.ActionClient)
+	}
+	return out, nil
+}
+
+// deltasStayWithWorker reports whether a run's deltas stay on its worker's
+// replica until a subscriber asks for them (a PubSub that spans replicas).
+func (f *Facade) deltasStayWithWorker() bool {
+	_, ok := f.ps.(pubsub.LocalPublisher)
+	return ok
+}
+
+// askSnapshot asks the worker running the chat, on whatever replica, for
+// the deltas of the step so far, and so for the rest of the run's deltas on
+// every replica; it returns the request's nonce.
+func (f *Facade) askSnapshot(ctx context.Context, id string) string {
+	nonce := uuid.NewString()
+	ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: nonce})
+	if err := f.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
+		f.log.Warn("openai facade: snapshot request not published", "chat", id, "err", err)
+	}
+	return nonce
+}
