@@ -70,12 +70,16 @@ func registry(t *testing.T) *tools.Registry {
 	return reg
 }
 
-// serve starts a replica's API over st and ps.
-func serve(t *testing.T, st store.Store, ps pubsub.PubSub, fake *llmtest.OpenAIChat) *replica {
+// serve starts a replica's API over st and ps; opts adjust its Deps.
+func serve(t *testing.T, st store.Store, ps pubsub.PubSub, fake *llmtest.OpenAIChat, opts ...func(*api.Deps)) *replica {
 	t.Helper()
 	r := &replica{t: t, st: st, ps: ps, cfg: fakeConfig(fake), reg: registry(t)}
-	h, err := api.New(api.Deps{Config: r.cfg, Store: st, PubSub: ps, Logger: testLog(t), Registry: prometheus.NewRegistry(),
-		KeepAlive: time.Hour, Tools: r.reg})
+	d := api.Deps{Config: r.cfg, Store: st, PubSub: ps, Logger: testLog(t), Registry: prometheus.NewRegistry(),
+		KeepAlive: time.Hour, Tools: r.reg}
+	for _, o := range opts {
+		o(&d)
+	}
+	h, err := api.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +92,10 @@ func serve(t *testing.T, st store.Store, ps pubsub.PubSub, fake *llmtest.OpenAIC
 
 // newSQLite starts a replica on a fresh SQLite database with an engine
 // whose model is a fresh fake.
-func newSQLite(t *testing.T) (*replica, *llmtest.OpenAIChat) {
+func newSQLite(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAIChat) {
 	t.Helper()
 	fake := llmtest.NewOpenAIChat(t)
-	r := serve(t, sqlitetest.Open(t, t.TempDir()), memory.New(), fake)
+	r := serve(t, sqlitetest.Open(t, t.TempDir()), memory.New(), fake, opts...)
 	r.runEngine()
 	return r, fake
 }
