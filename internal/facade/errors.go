@@ -34,10 +34,14 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Type + ": " + e.Message }
 
-// invalid is a 400 about one request field.
+// invalid is a 400 about one request field; param "" (the whole body) is
+// sent as null.
 func invalid(param, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: &param,
-		Message: fmt.Sprintf(format, args...)}
+	e := &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
 }
 
 // modelNotFound is OpenAI's answer for a model it does not serve.

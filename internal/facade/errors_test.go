@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
 )
 
 // expectError checks that err is the SDK's *openai.Error with this status,
@@ -93,5 +96,50 @@ func TestModels(t *testing.T) {
 	expectError(t, err, http.StatusNotFound, "invalid_request_error", "model", "model_not_found")
 	if !strings.HasPrefix(r.url, "http://") {
 		t.Fatal(r.url)
+	}
+}
+
+func TestRunFailure(t *testing.T) {
+	r, fake := newSQLite(t)
+	c := r.client(r.token("alice"))
+	hi := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+
+	fake.Push(llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "the provider refuses"})
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fake", Messages: hi})
+	expectError(t, err, http.StatusInternalServerError, "server_error", "", "run_failed")
+
+	// Streamed, the failure is the stream's last event, which the SDK reports.
+	fake.Push(llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "the provider refuses"})
+	st := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "fake", Messages: hi})
+	for st.Next() {
+		if ch := st.Current(); len(ch.Choices) > 0 && ch.Choices[0].FinishReason != "" {
+			t.Fatalf("a failed run has a finish reason: %s", ch.RawJSON())
+		}
+	}
+	if err := st.Err(); err == nil || !strings.Contains(err.Error(), "run_failed") {
+		t.Fatalf("stream error %v", err)
+	}
+	for _, ch := range r.chats("alice") {
+		if ch.Status != chat.Error {
+			t.Fatalf("chat %s is %s", ch.ID, ch.Status)
+		}
+	}
+}
+
+func TestToolChoiceNoneOffersNoTool(t *testing.T) {
+	r, fake := newSQLite(t)
+	c := r.client(r.token("alice"))
+	fake.Push(llmtest.Turn{Text: "No tools."})
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:      "fake",
+		Messages:   []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		Tools:      []openai.ChatCompletionToolUnionParam{weatherTool()},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("none")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, names := modelRequest(t, fake, 0); len(names) != 0 {
+		t.Fatalf("the model was offered %v", names)
 	}
 }
