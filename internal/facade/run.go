@@ -3,6 +3,7 @@ package facade
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -118,6 +119,9 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 		if err != nil {
 			if ctx.Err() != nil {
 				return true, outcome{}, ctx.Err()
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				return true, outcome{}, err // deleted meanwhile
 			}
 			f.log.Warn("openai facade: chat not read; trying again", "chat", id, "err", err)
 			return false, outcome{}, nil
