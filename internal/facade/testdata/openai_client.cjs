@@ -1,0 +1,197 @@
+// The official openai Node client against parley's OpenAI-compatible facade.
+// node_test.go runs it (through internal/testutil/nodetest, which finds the
+// package with NODE_PATH, hence CommonJS) once per case, with the fake
+// model scripted for that case:
+//
+//   PARLEY_URL    the facade's base URL (…/v1)
+//   PARLEY_TOKEN  a parley token
+//   CASE          text | tools | stream | server_tool | errors
+//
+// It exits non-zero with a message when an assertion fails, and prints a
+// JSON object of what the Go side checks further.
+'use strict';
+
+const assert = require('node:assert/strict');
+const { OpenAI, AuthenticationError, NotFoundError } = require('openai');
+
+const baseURL = process.env.PARLEY_URL;
+const apiKey = process.env.PARLEY_TOKEN;
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
+
+const weather = (strict) => ({
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'the weather in a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+    ...(strict ? { strict: true } : {}),
+  },
+});
+
+// onlyChoice checks the shape of a non-streamed completion and returns its choice.
+function onlyChoice(res) {
+  assert.equal(res.object, 'chat.completion');
+  assert.match(res.id, /^chatcmpl-/);
+  assert.equal(res.model, 'fake');
+  assert.equal(res.choices.length, 1);
+  assert.equal(res.choices[0].index, 0);
+  assert.equal(res.choices[0].message.role, 'assistant');
+  return res.choices[0];
+}
+
+// streamed runs the SDK's stream helper over params and returns the final
+// completion, checking the helper's events: exactly one finish_reason, the
+// content deltas adding up to the content, one done event per tool call.
+async function streamed(params) {
+  const stream = client.chat.completions.stream(params);
+  let finishes = 0;
+  let content = '';
+  const argsDone = [];
+  const toolDeltas = [];
+  stream.on('chunk', (chunk) => {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    for (const c of chunk.choices) {
+      if (c.finish_reason) finishes++;
+      for (const tc of c.delta?.tool_calls ?? []) toolDeltas.push(tc);
+    }
+  });
+  stream.on('content.delta', ({ delta }) => { content += delta; });
+  stream.on('tool_calls.function.arguments.done', (ev) => argsDone.push(ev));
+  const final = await stream.finalChatCompletion();
+  assert.equal(finishes, 1, `${finishes} chunks with a finish_reason`);
+  assert.equal(final.choices.length, 1);
+  const msg = final.choices[0].message;
+  assert.equal(content, msg.content ?? '', 'content deltas do not add up to the final content');
+  assert.equal(argsDone.length, (msg.tool_calls ?? []).length, 'tool call done events');
+  return { final, argsDone, toolDeltas };
+}
+
+const cases = {
+  async text() {
+    const models = await client.models.list();
+    assert.ok(models.data.some((m) => m.id === 'fake' && m.object === 'model'), JSON.stringify(models.data));
+
+    const res = await client.chat.completions.create({
+      model: 'fake',
+      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }],
+    });
+    const choice = onlyChoice(res);
+    assert.equal(choice.finish_reason, 'stop');
+    assert.equal(choice.message.content, 'Hello from the fake.');
+    assert.ok(!choice.message.tool_calls?.length);
+    assert.deepEqual(
+      [res.usage.prompt_tokens, res.usage.completion_tokens, res.usage.total_tokens], [10, 4, 14]);
+    return { id: res.id };
+  },
+
+  async tools() {
+    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+    const res = await client.chat.completions.create({ model: 'fake', messages, tools: [weather(false)] });
+    const choice = onlyChoice(res);
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+
+    messages.push(choice.message, { role: 'tool', tool_call_id: call.id, content: '{"sky":"sunny"}' });
+    const res2 = await client.chat.completions.create({ model: 'fake', messages, tools: [weather(false)] });
+    const choice2 = onlyChoice(res2);
+    assert.equal(choice2.finish_reason, 'stop');
+    assert.equal(choice2.message.content, 'Sunny in Paris.');
+    assert.ok(!choice2.message.tool_calls?.length);
+    return { call_id: call.id, first: res.id, second: res2.id };
+  },
+
+  async stream() {
+    const messages = [{ role: 'user', content: 'Weather in Rome?' }];
+    const params = { model: 'fake', messages, tools: [weather(true)], stream_options: { include_usage: true } };
+    const { final, argsDone, toolDeltas } = await streamed(params);
+    const choice = final.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, 'Let me check.');
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(call.function.arguments, '{"city":"Rome"}');
+    assert.equal(argsDone[0].name, 'get_weather');
+    assert.equal(argsDone[0].index, 0);
+    assert.equal(argsDone[0].arguments, '{"city":"Rome"}');
+    assert.deepEqual(argsDone[0].parsed_arguments, { city: 'Rome' }); // strict: the helper parses them
+    assert.ok(toolDeltas.length > 1, 'the arguments came in one delta: the test checks nothing of their accumulation');
+    assert.deepEqual(toolDeltas.filter((d) => d.id).map((d) => [d.index, d.id, d.type, d.function?.name]),
+      [[0, call.id, 'function', 'get_weather']]);
+    assert.equal(final.usage?.total_tokens, 14, JSON.stringify(final.usage));
+
+    messages.push(choice.message, { role: 'tool', tool_call_id: call.id, content: 'rain' });
+    const second = await streamed({ model: 'fake', messages, tools: [weather(true)] });
+    assert.equal(second.final.choices[0].finish_reason, 'stop');
+    assert.equal(second.final.choices[0].message.content, 'Rainy in Rome.');
+    assert.ok(!second.final.choices[0].message.tool_calls?.length);
+    return { call_id: call.id };
+  },
+
+  async server_tool() {
+    const messages = [{ role: 'user', content: 'What is the answer?' }];
+    const res = await client.chat.completions.create({ model: 'fake', messages, tools: [weather(false)] });
+    const choice = onlyChoice(res);
+    assert.equal(choice.finish_reason, 'stop');
+    assert.equal(choice.message.content, 'The answer is 42.');
+    assert.ok(!choice.message.tool_calls?.length, JSON.stringify(choice.message));
+
+    const { final, toolDeltas } = await streamed({ model: 'fake', messages, tools: [weather(false)] });
+    assert.deepEqual(toolDeltas, [], 'a server-side call reached the stream');
+    assert.equal(final.choices[0].finish_reason, 'stop');
+    assert.equal(final.choices[0].message.content, 'Still 42.');
+    assert.ok(!final.choices[0].message.tool_calls?.length);
+    return {};
+  },
+
+  async errors() {
+    const bad = new OpenAI({ baseURL, apiKey: 'not-a-parley-token', maxRetries: 0 });
+    const body = { model: 'fake', messages: [{ role: 'user', content: 'hi' }] };
+    await assert.rejects(bad.chat.completions.create(body), (e) => {
+      assert.ok(e instanceof AuthenticationError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 401);
+      assert.equal(e.type, 'authentication_error');
+      assert.equal(e.code, 'invalid_api_key');
+      return true;
+    });
+    await assert.rejects(bad.chat.completions.stream(body).finalChatCompletion(), (e) => {
+      assert.ok(e instanceof AuthenticationError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 401);
+      return true;
+    });
+    await assert.rejects(client.chat.completions.create({ ...body, model: 'no-such-model' }), (e) => {
+      assert.ok(e instanceof NotFoundError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 404);
+      assert.equal(e.code, 'model_not_found');
+      assert.equal(e.param, 'model');
+      return true;
+    });
+    await assert.rejects(client.chat.completions.create({ ...body, model: 'no-such-model', stream: true }), (e) => {
+      assert.ok(e instanceof NotFoundError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 404);
+      return true;
+    });
+    return {};
+  },
+};
+
+(async () => {
+  const run = cases[process.env.CASE];
+  if (!run) throw new Error(`unknown CASE ${JSON.stringify(process.env.CASE)}`);
+  const out = await run();
+  process.stdout.write(JSON.stringify(out) + '\n');
+})().catch((e) => {
+  console.error(`case ${process.env.CASE} failed:`, e);
+  process.exit(1);
+});
