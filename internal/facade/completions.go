@@ -72,14 +72,19 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	return nil
 }
 
-// runFailed is the error of a run that ended its chat in error.
+// runFailed is the error of a run that ended its chat in error: a 429 when
+// the provider's rate limit stopped it (after parley's own retries), so
+// the client backs off; else a 500.
 func runFailed(c chat.Chat) *apiError {
 	msg := "the model's run failed"
 	if c.LastError != nil {
 		msg = fmt.Sprintf("the model's run failed (%s): %s", c.LastError.Kind, c.LastError.Message)
 	}
-	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed",
-		Message: msg + fmt.Sprintf("; parley chat %s", c.ID)}
+	msg += fmt.Sprintf("; parley chat %s", c.ID)
+	if c.LastError != nil && c.LastError.HTTPStatus == http.StatusTooManyRequests {
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded", Message: msg}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed", Message: msg}
 }
 
 // target finds the chat a request continues, or creates one for it.

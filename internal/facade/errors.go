@@ -19,6 +19,7 @@ const (
 	typeAuthentication = "authentication_error"
 	typeNotFound       = "not_found_error"
 	typeConflict       = "conflict_error"
+	typeRateLimit      = "requests" // OpenAI's type of a request rate limit
 	typeServer         = "server_error"
 )
 

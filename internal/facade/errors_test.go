@@ -119,6 +119,13 @@ func TestRunFailure(t *testing.T) {
 	if err := st.Err(); err == nil || !strings.Contains(err.Error(), "run_failed") {
 		t.Fatalf("stream error %v", err)
 	}
+	// The provider's rate limit, once parley's retries are spent, is a 429.
+	for range 3 {
+		fake.Push(llmtest.Turn{Status: http.StatusTooManyRequests, ErrorMessage: "slow down"})
+	}
+	_, err = c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fake", Messages: hi})
+	expectError(t, err, http.StatusTooManyRequests, "requests", "", "rate_limit_exceeded")
+
 	for _, ch := range r.chats("alice") {
 		if ch.Status != chat.Error {
 			t.Fatalf("chat %s is %s", ch.ID, ch.Status)
