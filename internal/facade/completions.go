@@ -172,6 +172,13 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 	if err != nil {
 		return target{}, err
 	}
+	for i, t := range tools {
+		// The service refuses it too; this says so in the request's terms.
+		if f.tools != nil && f.tools.Has(t.Name) {
+			return target{}, invalid(fmt.Sprintf("tools[%d].function.name", i),
+				"%q is the name of one of parley's server-side tools, which the model is offered already; name the function otherwise", t.Name)
+		}
+	}
 	in := service.NewChat{
 		Model:        req.Model,
 		SystemPrompt: cv.System,
