@@ -186,6 +186,9 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 		Labels:       map[string]string{labelAPI: labelAPIValue},
 		DynamicTools: tools,
 	}
+	if req.apiLabel != "" {
+		in.Labels[labelAPI] = req.apiLabel
+	}
 	if req.User != "" {
 		in.Labels[labelUser] = req.User
 	}

@@ -1,13 +1,13 @@
 // Package facade serves an OpenAI-compatible API under /v1: POST
-// /v1/chat/completions (streamed or not) and GET /v1/models, so a program
+// /v1/chat/completions and POST /v1/responses (streamed or not) and GET
+// /v1/models, so a program
 // written for the OpenAI API works against parley by changing its base URL
 // and key (docs/openai-compat.md).
 //
-// Every conversation is a parley chat labelled "api: openai-chat", visible
-// in parley's own API. A request's function tools become the chat's dynamic
+// Every conversation is a parley chat labelled "api: openai-chat" (or
+// "api: openai-responses"), visible in parley's own API. A request's function tools become the chat's dynamic
 // tools; server-side tools run inside the request, unseen by the client. The
-// run driver (run.go) knows nothing of Chat Completions' shapes, so the
-// Responses API can share it later.
+// run driver (run.go) knows nothing of either API's shapes: both share it.
 package facade
 
 import (
@@ -73,6 +73,7 @@ func New(d Deps) (*Facade, error) {
 	f.handle("GET /v1/models", f.listModels)
 	f.handle("GET /v1/models/{model}", f.getModel)
 	f.handle("POST /v1/chat/completions", f.chatCompletions)
+	f.handle("POST /v1/responses", f.responses)
 	return f, nil
 }
 
@@ -80,7 +81,7 @@ func New(d Deps) (*Facade, error) {
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := f.mux.Handler(r); pattern == "" {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
-			Message: "Invalid URL (" + r.Method + " " + r.URL.Path + "): parley serves /v1/chat/completions and /v1/models"})
+			Message: "Invalid URL (" + r.Method + " " + r.URL.Path + "): parley serves /v1/chat/completions, /v1/responses and /v1/models"})
 		return
 	}
 	f.mux.ServeHTTP(w, r)

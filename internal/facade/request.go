@@ -25,6 +25,10 @@ type completionRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User string `json:"user"`
+
+	// apiLabel is the value of the chat's "api" label; "" is openai-chat.
+	// The Responses API maps its requests onto this one and sets it.
+	apiLabel string
 }
 
 // inMessage is one message of a request.
