@@ -103,6 +103,75 @@ func TestNodeOpenAIClient(t *testing.T) {
 	})
 }
 
+// TestNodeOpenAIResponses runs the Responses cases of the same script:
+// the client's create and its stream helper (finalResponse), function
+// calls answered by previous_response_id and function_call_output.
+func TestNodeOpenAIResponses(t *testing.T) {
+	nodetest.Modules(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "openai_client.cjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, r *replica, name string) map[string]string {
+		t.Helper()
+		out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": r.url + "/v1", "PARLEY_TOKEN": r.token("alice"), "CASE": name})
+		var got map[string]string
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("script output %q: %v", out, err)
+		}
+		return got
+	}
+
+	t.Run("text", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		fake.Push(llmtest.Turn{Text: "Hello from the fake.", Usage: llmtest.Usage{InputTokens: 10, OutputTokens: 4}}, llmtest.Turn{Text: "Bye."})
+		got := run(t, r, "resp_text")
+		ch := r.onlyChat("alice") // the second request continued the first's chat
+		if !strings.HasPrefix(got["id"], "resp_"+ch.ID+"_") || ch.Labels["api"] != "openai-responses" {
+			t.Fatalf("response id %q, chat %+v", got["id"], ch)
+		}
+		if msgs, _ := modelRequest(t, fake, 1); !slices.Equal(roles(msgs), []string{"system", "user", "assistant", "user"}) {
+			t.Fatalf("model got %v", roles(msgs))
+		}
+	})
+
+	t.Run("tools", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		fake.Push(
+			llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", Args: `{"city":"Paris"}`}}},
+			llmtest.Turn{Text: "Sunny in Paris."},
+		)
+		if got := run(t, r, "resp_tools"); got["call_id"] != "call_w" {
+			t.Fatalf("the client got call %q", got["call_id"])
+		}
+		r.onlyChat("alice")
+		nodeCheckResult(t, fake, 1, "call_w", "sunny")
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		fake.Push(
+			llmtest.Turn{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", Args: `{"city":"Rome"}`}},
+				ChunkSize: 3, Usage: llmtest.Usage{InputTokens: 10, OutputTokens: 4}},
+			llmtest.Turn{Text: "Rainy in Rome.", ChunkSize: 2},
+		)
+		if got := run(t, r, "resp_stream"); got["call_id"] != "call_w" {
+			t.Fatalf("the client got call %q", got["call_id"])
+		}
+		r.onlyChat("alice")
+		nodeCheckResult(t, fake, 1, "call_w", "rain")
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", Args: `{"city":"Oslo"}`}}})
+		run(t, r, "resp_errors")
+		if ch := r.onlyChat("alice"); ch.Status != "requires_action" || len(fake.Requests()) != 1 {
+			t.Fatalf("chat %s, %d model requests", ch.Status, len(fake.Requests()))
+		}
+	})
+}
+
 // nodeCheckResult checks that the model's i-th request ends with the
 // result of call id, containing want, right after the assistant message
 // that made the call.

@@ -5,14 +5,15 @@
 //
 //   PARLEY_URL    the facade's base URL (…/v1)
 //   PARLEY_TOKEN  a parley token
-//   CASE          text | tools | stream | server_tool | errors
+//   CASE          text | tools | stream | server_tool | errors (Chat Completions)
+//                 resp_text | resp_tools | resp_stream | resp_errors (Responses)
 //
 // It exits non-zero with a message when an assertion fails, and prints a
 // JSON object of what the Go side checks further.
 'use strict';
 
 const assert = require('node:assert/strict');
-const { OpenAI, AuthenticationError, NotFoundError } = require('openai');
+const { OpenAI, AuthenticationError, NotFoundError, BadRequestError } = require('openai');
 
 const baseURL = process.env.PARLEY_URL;
 const apiKey = process.env.PARLEY_TOKEN;
@@ -69,6 +70,66 @@ async function streamed(params) {
   assert.equal(content, msg.content ?? '', 'content deltas do not add up to the final content');
   assert.equal(argsDone.length, (msg.tool_calls ?? []).length, 'tool call done events');
   return { final, argsDone, toolDeltas };
+}
+
+
+// respWeather is the client function in the Responses shape.
+const respWeather = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'the weather in a city',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+  strict: true,
+};
+
+// textOf joins the output_text parts of a response's message items.
+function textOf(res) {
+  return res.output.filter((it) => it.type === 'message')
+    .flatMap((it) => it.content).filter((c) => c.type === 'output_text').map((c) => c.text).join('');
+}
+
+// checkResponse checks the shape of a finished response object.
+function checkResponse(res) {
+  assert.equal(res.object, 'response');
+  assert.match(res.id, /^resp_/);
+  assert.equal(res.status, 'completed');
+  assert.equal(res.model, 'fake');
+  for (const it of res.output) {
+    assert.ok(['message', 'function_call'].includes(it.type), JSON.stringify(it));
+    assert.equal(it.status, 'completed');
+    assert.ok(it.id, JSON.stringify(it));
+    if (it.type === 'message') assert.equal(it.role, 'assistant');
+  }
+  return res;
+}
+
+// respStreamed runs the SDK's Responses stream helper over params and
+// returns the final response, checking the events: one response.created
+// first, one response.completed, sequence numbers from 0 up by one, the
+// text deltas adding up to the final text.
+async function respStreamed(params) {
+  const stream = client.responses.stream(params);
+  const types = [];
+  let text = '';
+  let argDeltas = 0;
+  stream.on('event', (ev) => {
+    assert.equal(ev.sequence_number, types.length, `event ${types.length}: ${JSON.stringify(ev)}`);
+    types.push(ev.type);
+  });
+  stream.on('response.output_text.delta', (ev) => { text += ev.delta; });
+  stream.on('response.function_call_arguments.delta', () => { argDeltas++; });
+  const final = checkResponse(await stream.finalResponse());
+  assert.equal(types[0], 'response.created');
+  assert.equal(types.filter((t) => t === 'response.created').length, 1);
+  assert.equal(types.filter((t) => t === 'response.completed').length, 1);
+  assert.equal(types[types.length - 1], 'response.completed');
+  assert.equal(text, textOf(final), 'text deltas do not add up to the final text');
+  return { final, types, argDeltas };
 }
 
 const cases = {
@@ -180,6 +241,87 @@ const cases = {
     await assert.rejects(client.chat.completions.create({ ...body, model: 'no-such-model', stream: true }), (e) => {
       assert.ok(e instanceof NotFoundError, `${e.constructor.name}: ${e.message}`);
       assert.equal(e.status, 404);
+      return true;
+    });
+    return {};
+  },
+
+  async resp_text() {
+    const res = checkResponse(await client.responses.create({ model: 'fake', instructions: 'Be brief.', input: 'Say hello' }));
+    assert.equal(res.output_text, 'Hello from the fake.');
+    assert.equal(res.output.length, 1);
+    assert.deepEqual([res.usage.input_tokens, res.usage.output_tokens, res.usage.total_tokens], [10, 4, 14]);
+    const res2 = checkResponse(await client.responses.create({
+      model: 'fake', previous_response_id: res.id, input: [{ role: 'user', content: 'Now bye' }],
+    }));
+    assert.equal(res2.output_text, 'Bye.');
+    assert.notEqual(res2.id, res.id);
+    return { id: res.id };
+  },
+
+  async resp_tools() {
+    const res = checkResponse(await client.responses.create({ model: 'fake', input: 'Weather in Paris?', tools: [respWeather] }));
+    assert.equal(res.output.length, 1);
+    const call = res.output[0];
+    assert.equal(call.type, 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.arguments), { city: 'Paris' });
+    const res2 = checkResponse(await client.responses.create({
+      model: 'fake', previous_response_id: res.id, tools: [respWeather],
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '{"sky":"sunny"}' }],
+    }));
+    assert.equal(res2.output_text, 'Sunny in Paris.');
+    assert.ok(!res2.output.some((it) => it.type === 'function_call'));
+    return { call_id: call.call_id };
+  },
+
+  async resp_stream() {
+    const { final, types, argDeltas } = await respStreamed({ model: 'fake', input: 'Weather in Rome?', tools: [respWeather] });
+    assert.equal(textOf(final), 'Let me check.');
+    assert.deepEqual(final.output.map((it) => it.type), ['message', 'function_call']);
+    const call = final.output[1];
+    assert.equal(call.name, 'get_weather');
+    assert.equal(call.arguments, '{"city":"Rome"}');
+    assert.ok(argDeltas > 1, 'the arguments came in one delta: the test checks nothing of their accumulation');
+    assert.ok(types.indexOf('response.output_item.added') < types.indexOf('response.output_text.delta'));
+    assert.equal(types.filter((t) => t === 'response.function_call_arguments.done').length, 1);
+    assert.equal(final.usage?.total_tokens, 14, JSON.stringify(final.usage));
+
+    const second = await respStreamed({
+      model: 'fake', previous_response_id: final.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'rain' }],
+    });
+    assert.equal(textOf(second.final), 'Rainy in Rome.');
+    assert.deepEqual(second.final.output.map((it) => it.type), ['message']);
+    return { call_id: call.call_id };
+  },
+
+  async resp_errors() {
+    const bad = new OpenAI({ baseURL, apiKey: 'not-a-parley-token', maxRetries: 0 });
+    await assert.rejects(bad.responses.create({ model: 'fake', input: 'hi' }), (e) => {
+      assert.ok(e instanceof AuthenticationError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 401);
+      return true;
+    });
+    await assert.rejects(client.responses.create({ model: 'fake', input: 'hi', previous_response_id: 'resp_nothing_1' }), (e) => {
+      assert.ok(e instanceof NotFoundError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.param, 'previous_response_id');
+      return true;
+    });
+    const res = await client.responses.create({ model: 'fake', input: 'Weather in Oslo?', tools: [respWeather] });
+    assert.equal(res.output[0].type, 'function_call');
+    await assert.rejects(client.responses.create({
+      model: 'fake', previous_response_id: res.id,
+      input: [{ type: 'function_call_output', call_id: 'call_zz', output: '1' }],
+    }), (e) => {
+      assert.ok(e instanceof BadRequestError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 400);
+      assert.match(e.message, /call_zz/);
+      assert.match(e.message, new RegExp(res.output[0].call_id));
+      return true;
+    });
+    await assert.rejects(client.responses.stream({ model: 'fake', input: 'hi', previous_response_id: 'resp_nothing_1' }).finalResponse(), (e) => {
+      assert.ok(e instanceof NotFoundError, `${e.constructor.name}: ${e.message}`);
       return true;
     });
     return {};
