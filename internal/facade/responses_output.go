@@ -16,6 +16,7 @@ type respResponder struct {
 	instructions any // the chat's system prompt, or nil
 	previous     any // the request's previous_response_id, or nil
 	client       map[string]bool
+	tools        []map[string]any // the chat's dynamic tools, in the Responses shape
 }
 
 // responseID names the run of chat id that answers the messages up to
@@ -46,8 +47,11 @@ func newRespResponder(req *responsesRequest, c chat.Chat, baseline int64) *respR
 	if req.PreviousResponseID != "" {
 		r.previous = req.PreviousResponseID
 	}
+	r.tools = []map[string]any{}
 	for _, t := range c.DynamicTools {
 		r.client[t.Name] = true
+		r.tools = append(r.tools, map[string]any{"type": "function", "name": t.Name, "description": t.Description,
+			"parameters": t.InputSchema, "strict": false})
 	}
 	return r
 }
@@ -62,7 +66,7 @@ func (r *respResponder) object(status string, output []map[string]any, u *chat.U
 		"id": r.id, "object": "response", "created_at": r.created, "status": status, "model": r.model,
 		"output": output, "error": nil, "incomplete_details": nil, "instructions": r.instructions,
 		"metadata": map[string]any{}, "parallel_tool_calls": true, "temperature": nil, "top_p": nil,
-		"tool_choice": "auto", "tools": []any{}, "previous_response_id": r.previous, "store": true,
+		"tool_choice": "auto", "tools": r.tools, "previous_response_id": r.previous, "store": true,
 		"background": false, "truncation": "disabled", "max_output_tokens": nil,
 		"text": map[string]any{"format": map[string]any{"type": "text"}}, "usage": nil,
 	}

@@ -205,7 +205,8 @@ func inputError(err error, idx []int) error {
 	}
 	out := *ae
 	out.Param = &p
-	out.Message = strings.ReplaceAll(out.Message, "messages with role 'tool'", "function_call_output items")
-	out.Message = strings.ReplaceAll(out.Message, "'tool_calls'", "function_call items")
+	out.Message = strings.ReplaceAll(out.Message, "messages with role 'tool' must be a response to a preceding message with 'tool_calls'",
+		"a function_call_output item must answer a function_call item before it")
+	out.Message = strings.ReplaceAll(out.Message, "the assistant message before it", "the function_call items before it")
 	return &out
 }

@@ -166,7 +166,8 @@ func TestResponsesFunctionRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := onlyCall(t, res, "")
-	if call.CallID != "call_w" || call.Name != "get_weather" || call.Arguments != `{"city":"Paris"}` || call.ID == "" || res.Usage.TotalTokens != 6 {
+	if call.CallID != "call_w" || call.Name != "get_weather" || call.Arguments != `{"city":"Paris"}` || call.ID == "" || res.Usage.TotalTokens != 6 ||
+		len(res.Tools) != 1 || res.Tools[0].Name != "get_weather" {
 		t.Fatalf("call %s", res.RawJSON())
 	}
 	ch := r.onlyChat("alice")
