@@ -5,7 +5,9 @@
 //
 // It starts the real components — store, pubsub, engine, HTTP API on
 // loopback listeners, the Go client, the tool dispatcher, the Lua source,
-// the MCP source — with in-process models that answer without network.
+// the MCP source — with in-process models that answer without network; the
+// facade rows' model is a fake OpenAI server on loopback (fakemodel.go),
+// which parley's openai provider and the official Go client both call.
 // The MCP rows' servers are this binary, started again with
 // PARLEY_BENCH_MCP_SERVER=1, which makes it an MCP server on stdio.
 // SQLite always runs, in a temporary directory; PostgreSQL runs when a DSN
@@ -54,14 +56,15 @@ type options struct {
 	verbose     bool
 	cpuProfile  string
 
-	resumeSamples int
-	cycleClients  int
-	cycleDuration time.Duration
-	dispatchSteps int
-	luaRounds     int
-	mcpRounds     int
-	mcpCalls      int
-	skip          map[string]bool // groups not to run
+	resumeSamples  int
+	cycleClients   int
+	cycleDuration  time.Duration
+	dispatchSteps  int
+	luaRounds      int
+	mcpRounds      int
+	mcpCalls       int
+	facadeRequests int
+	skip           map[string]bool // groups not to run
 
 	historySizes []int // prior messages of the history rows' chats
 	historyChats int
@@ -78,9 +81,10 @@ const (
 	groupLua      = "lua"      // the Lua source
 	groupMCP      = "mcp"      // an MCP source over stdio
 	groupHistory  = "history"  // step and POST /tool-results cost by history length
+	groupFacade   = "facade"   // the OpenAI-compatible facade over direct model calls
 )
 
-var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupMCP, groupHistory}
+var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupMCP, groupHistory, groupFacade}
 
 // parseSkip reads -skip: a comma-separated list of groups.
 func parseSkip(list string) (map[string]bool, error) {
@@ -133,6 +137,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.IntVar(&o.historyChats, "history-chats", 5, "chats per history size")
 	fs.IntVar(&o.historySteps, "history-steps", 21, "model calls per history run: steps-1 calls of a server-side tool, then a text")
 	fs.IntVar(&o.historyPosts, "history-posts", 20, "POST /tool-results timed per history chat, after one for warm-up")
+	fs.IntVar(&o.facadeRequests, "facade-requests", 1000, "rounds of the facade rows: each makes every kind of request once through the facade and once directly")
 	skip := fs.String("skip", "", "comma-separated `groups` not to run: "+strings.Join(groups, ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -149,8 +154,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
-	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1 || o.mcpRounds < 1 || o.mcpCalls < 1:
-		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps, -lua-rounds, -mcp-rounds and -mcp-calls must be at least 1")
+	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1 || o.mcpRounds < 1 || o.mcpCalls < 1 || o.facadeRequests < 1:
+		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps, -lua-rounds, -mcp-rounds, -mcp-calls and -facade-requests must be at least 1")
 	case o.historyChats < 1 || o.historySteps < 2 || o.historyPosts < 1:
 		return o, fmt.Errorf("-history-chats and -history-posts must be at least 1, -history-steps at least 2")
 	case o.rawDuration <= 0 || o.interval <= 0 || o.cycleDuration <= 0:
@@ -200,6 +205,9 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	if b.runs(groupMCP) {
 		b.mcpRows(ctx)
+	}
+	if b.runs(groupFacade) {
+		b.facadeRows(ctx)
 	}
 	b.sqlite(ctx)
 	if o.postgres != "" {
@@ -262,6 +270,8 @@ func (b *bench) header(w io.Writer) {
 		o.mcpRounds, mcpStepCalls, mcpWait, mcpConcurrency, thousands(int64(o.mcpCalls)), mcpEchoWarmup)
 	fmt.Fprintf(w, "history: %d chats each of %s prior messages per database; runs of %s at engine concurrency 1; %d POST /tool-results per chat (after 1 for warm-up)\n",
 		o.historyChats, sizeList(o.historySizes), plural(o.historySteps, "step"), o.historyPosts)
+	fmt.Fprintf(w, "facade: %d rounds (after %d for warm-up) of 2 kinds × streamed and not × through the facade and direct, interleaved, on a database of their own; engine defaults; model: a fake OpenAI server on loopback that answers at once\n",
+		o.facadeRequests, facadeWarmup)
 	var skipped []string
 	for _, g := range groups {
 		if o.skip[g] {

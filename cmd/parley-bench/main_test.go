@@ -25,7 +25,8 @@ var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-r
 	"-streams", "5", "-deltas", "3", "-delta-interval", "20ms",
 	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1",
 	"-mcp-rounds", "1", "-mcp-calls", "5",
-	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2"}
+	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2",
+	"-facade-requests", "3"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
 // the table has every SQLite row with a measured value.
@@ -61,6 +62,11 @@ func TestRunSQLite(t *testing.T) {
 		"| POST /tool-results, SQLite, 10 prior messages (2 chats × 2): median",
 		"| POST /tool-results, SQLite, 1,000 prior messages (2 chats × 2): median",
 		"| POST /tool-results, SQLite: 1,000 vs 10 prior messages, medians",
+		"| facade, SQLite, no tools (3 requests): time to first token, streamed: median",
+		"| facade, SQLite, no tools (3 requests): total, not streamed: median",
+		"| facade's overhead, SQLite, no tools, time to first token, streamed (facade − direct): medians",
+		"| facade, SQLite, one server-side tool (3 requests): total, streamed: median",
+		"| facade's overhead, SQLite, one server-side tool, total, not streamed (facade − direct): medians",
 		"SQLite: a run's first step, from the chat's acquisition to its first model call",
 		"PostgreSQL rows skipped",
 		"machine: ",
@@ -117,15 +123,15 @@ func TestRunPostgres(t *testing.T) {
 // database is opened.
 func TestSkip(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"-skip", "loop, stream,cycle,lua,mcp,history", "-dispatch-steps", "2"}
+	args := []string{"-skip", "loop, stream,cycle,lua,mcp,history,facade", "-dispatch-steps", "2"}
 	if code := run(args, &out, &errOut, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
 	}
 	table := out.String()
-	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, mcp, history") {
+	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, mcp, history, facade") {
 		t.Errorf("no dispatch row, or no skipped line:\n%s", table)
 	}
-	for _, not := range []string{"SQLite", "| Lua", "| MCP", "| resume", "| delta", "prior messages ("} {
+	for _, not := range []string{"SQLite", "| Lua", "| MCP", "| resume", "| delta", "prior messages (", "| facade"} {
 		if strings.Contains(table, not) {
 			t.Errorf("%q in the output of a run that skips it:\n%s", not, table)
 		}

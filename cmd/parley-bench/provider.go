@@ -74,13 +74,22 @@ func answerStep(done, n, inputs int, emit func(llm.Event) error) (llm.Result, er
 // noopTools is a dispatcher with one server-side tool, noop, that answers
 // at once.
 func noopTools() (*tools.Dispatcher, error) {
+	reg, err := noopRegistry()
+	if err != nil {
+		return nil, err
+	}
+	return tools.NewDispatcher(reg, tools.Options{}, nil), nil
+}
+
+// noopRegistry is a registry with the one server-side tool noop.
+func noopRegistry() (*tools.Registry, error) {
 	reg := tools.NewRegistry(nil)
 	noop := tool.Func(tool.Decl{Name: "noop", Description: "does nothing", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, tool.Call) (tool.Result, error) { return tool.Text("ok"), nil })
 	if err := reg.AddTool(noop); err != nil {
 		return nil, fmt.Errorf("register noop tool: %w", err)
 	}
-	return tools.NewDispatcher(reg, tools.Options{}, nil), nil
+	return reg, nil
 }
 
 // streamer is an in-process model that streams timestamped text deltas.
