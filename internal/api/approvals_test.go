@@ -405,3 +405,49 @@ func TestApprovalDeadlineDenies(t *testing.T) {
 	}
 	s.do("POST", "/api/v1/chats/"+c.ID+"/approvals", tok, decide("c1", true, nil)).expectError(t, http.StatusConflict, "status_conflict")
 }
+
+// vanishingSource offers one tool, "remote_add", until gone is set: like an
+// MCP server that disconnected.
+type vanishingSource struct{ gone atomic.Bool }
+
+func (v *vanishingSource) Name() string { return "remote" }
+func (v *vanishingSource) Tools(context.Context) ([]tool.Decl, error) {
+	if v.gone.Load() {
+		return nil, nil
+	}
+	return []tool.Decl{{Name: "remote_add", Description: "adds remotely", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+func (v *vanishingSource) InvokeBatch(_ context.Context, calls []tool.Call) ([]tool.Result, error) {
+	out := make([]tool.Result, len(calls))
+	for i := range calls {
+		out[i] = tool.Text("added")
+	}
+	return out, nil
+}
+func (v *vanishingSource) Close() error { return nil }
+
+// TestApprovalEditedArgsForAToolThatWentAway: edited args of a call whose
+// tool is not offered now (its source disconnected) cannot be checked: 409
+// tool_unavailable, nothing written; a decision without edits is taken.
+func TestApprovalEditedArgsForAToolThatWentAway(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "remote_add", Args: `{}`}}}, llmtest.Turn{Text: "done"})
+	reg := tools.NewRegistry(nil)
+	src := &vanishingSource{}
+	if err := reg.AddSource(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	s := newLive(t, fake, func(su *setup) { su.tools = reg })
+	tok := s.token("alice")
+	c := s.createChat(tok, map[string]any{"title": "gone", "message": "add", "approve": []string{"remote_*"}})
+	s.waitFor(tok, c.ID, chat.RequiresAction)
+	src.gone.Store(true)
+	_ = reg.Refresh(context.Background())
+	path := "/api/v1/chats/" + c.ID + "/approvals"
+	s.do("POST", path, tok, decide("c1", true, map[string]any{"args": map[string]any{"x": 1}})).expectError(t, http.StatusConflict, "tool_unavailable")
+	if len(s.messages(tok, c.ID)) != 2 {
+		t.Fatal("a refused decision was written")
+	}
+	s.do("POST", path, tok, decide("c1", false, map[string]any{"reason": "it went away"})).expect(t, http.StatusOK, nil)
+	s.waitFor(tok, c.ID, chat.Waiting)
+}

@@ -40,6 +40,7 @@ func toAPIError(err error) *apiError {
 		sc   *store.StatusConflictError
 		ids  *service.IDMismatchError
 		args *service.ArgsError
+		ut   *service.UnavailableToolError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -65,6 +66,9 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &ut):
+		return &apiError{Status: http.StatusConflict, Code: "tool_unavailable", Message: ut.Error(),
+			Details: map[string]any{"tool": ut.Tool}}
 	case errors.As(err, &args):
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Message: args.Error(),
 			Details: map[string]any{"tool_call_id": args.ToolCallID}}

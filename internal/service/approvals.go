@@ -35,6 +35,23 @@ func (e *ArgsError) Error() string {
 	return fmt.Sprintf("decisions: the edited args of %s: %v", e.ToolCallID, e.Err)
 }
 
+// UnavailableToolError refuses edited args for a tool that is not offered
+// now (its source may be reconnecting), so they cannot be checked (409: try
+// again, or approve without edits).
+type UnavailableToolError struct{ Tool string }
+
+func (e *UnavailableToolError) Error() string {
+	return fmt.Sprintf("tool %q is not available now, so edited args cannot be checked; try again, or decide without edits", e.Tool)
+}
+
+// describe is ServerTools.Describe, false without server-side tools.
+func (s *Service) describe(name string) (source, description string, ok bool) {
+	if s.tools == nil {
+		return "", "", false
+	}
+	return s.tools.Describe(name)
+}
+
 // maxReasonBytes bounds a denial's reason, which the model reads.
 const maxReasonBytes = 4096
 
@@ -97,8 +114,9 @@ func (s *Service) editedArgs(call chat.ToolCall, d Decision) (json.RawMessage, e
 	if a[0] != '{' || !json.Valid(a) {
 		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("want a JSON object")}
 	}
-	if s.tools == nil {
-		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("tool %q is not available now", call.ToolName)}
+	if _, _, ok := s.describe(call.ToolName); !ok {
+		// Its source is reconnecting, say: the args may be fine.
+		return nil, &UnavailableToolError{Tool: call.ToolName}
 	}
 	if err := s.tools.CheckArgs(call.ToolName, a); err != nil {
 		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: err}

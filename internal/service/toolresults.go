@@ -193,8 +193,8 @@ func (s *Service) withRequiredAction(ctx context.Context, r store.Reader, c *cha
 	}
 	ra := &chat.RequiredAction{ToolCalls: chat.PendingActions(tail, c.DynamicTools)}
 	for i, call := range ra.ToolCalls {
-		if call.Kind == chat.ActionApproval && s.tools != nil {
-			ra.ToolCalls[i].Source, ra.ToolCalls[i].Description, _ = s.tools.Describe(call.ToolName)
+		if call.Kind == chat.ActionApproval {
+			ra.ToolCalls[i].Source, ra.ToolCalls[i].Description, _ = s.describe(call.ToolName)
 		}
 	}
 	if c.ActionDeadline != nil {
