@@ -2,10 +2,8 @@ package facade
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 
@@ -35,18 +33,8 @@ type target struct {
 // chatCompletions serves POST /v1/chat/completions.
 func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req completionRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return invalid("", "the request body could not be read: %v", err)
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return invalid("", "We could not parse the JSON body of your request: %v", err)
-	}
-	if err := req.check(); err != nil {
+	if err := f.readRequest(w, r, &req); err != nil {
 		return err
-	}
-	if _, ok := f.cfg.FindModel(req.Model); !ok {
-		return modelNotFound(req.Model)
 	}
 	cv, err := req.conversation()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -20,18 +19,8 @@ import (
 // chat. Both run through the same driver as Chat Completions.
 func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req responsesRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return invalid("", "the request body could not be read: %v", err)
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return invalid("", "We could not parse the JSON body of your request: %v", err)
-	}
-	if err := req.check(); err != nil {
+	if err := f.readRequest(w, r, &req); err != nil {
 		return err
-	}
-	if _, ok := f.cfg.FindModel(req.Model); !ok {
-		return modelNotFound(req.Model)
 	}
 	items, err := req.items()
 	if err != nil {

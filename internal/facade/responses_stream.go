@@ -13,9 +13,7 @@ import (
 // for all the run's steps. Errors before the run starts are HTTP errors;
 // after, response.failed ends the stream.
 func (f *Facade) streamResponse(w http.ResponseWriter, r *http.Request, owner string, tg target, resp *respResponder) error {
-	es := &eventStream{w: w, rc: http.NewResponseController(w), r: resp,
-		sent: map[int64]int{}, held: map[int64][]*events.PartBatch{}, durable: map[int64]bool{},
-		byIndex: map[int64]map[int]*outItem{}}
+	es := &eventStream{sseOut: newSSEOut(w), deltaOrder: newDeltaOrder(), r: resp, byIndex: map[int64]map[int]*outItem{}}
 	es.b = newOutputBuilder(resp, es.event)
 	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, es)
 	switch {
@@ -39,63 +37,28 @@ func (f *Facade) streamResponse(w http.ResponseWriter, r *http.Request, owner st
 	return nil
 }
 
-// eventStream writes one run as Responses events. Deltas of a step are
-// applied in order, each once; a batch that would leave a gap waits for the
-// missing deltas or for the step's durable message, which adds whatever
-// was not streamed. Only the client's calls are shown.
+// eventStream writes one run as Responses events: the steps' deltas in
+// order, each once (deltaOrder), then from each step's durable message
+// whatever was not streamed. Only the client's calls are shown.
 type eventStream struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	r     *respResponder
-	b     *outputBuilder
-	begun bool
-	seq   int
+	sseOut
+	deltaOrder
+	r   *respResponder
+	b   *outputBuilder
+	seq int
 
-	sent    map[int64]int                 // message id -> deltas applied
-	held    map[int64][]*events.PartBatch // batches that came early
-	durable map[int64]bool                // messages whose durable copy was added
-	byIndex map[int64]map[int]*outItem    // message id -> delta index -> client call (nil: a server-side one)
+	byIndex map[int64]map[int]*outItem // message id -> delta index -> client call (nil: a server-side one)
 }
 
 func (s *eventStream) begin() error {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-	s.begun = true
+	s.start()
 	if err := s.event("response.created", map[string]any{"response": s.r.object("in_progress", nil, nil, nil)}); err != nil {
 		return err
 	}
 	return s.event("response.in_progress", map[string]any{"response": s.r.object("in_progress", nil, nil, nil)})
 }
 
-func (s *eventStream) keepAlive() error { return s.write(": keep-alive\n\n") }
-
-func (s *eventStream) parts(b *events.PartBatch) error {
-	m := b.MessageID
-	if s.durable[m] || b.Seq+len(b.Deltas) <= s.sent[m] {
-		return nil
-	}
-	if b.Seq > s.sent[m] {
-		s.held[m] = append(s.held[m], b)
-		return nil
-	}
-	for _, d := range b.Deltas[s.sent[m]-b.Seq:] {
-		if err := s.apply(m, d); err != nil {
-			return err
-		}
-		s.sent[m]++
-	}
-	held := s.held[m]
-	s.held[m] = nil
-	for _, h := range held {
-		if err := s.parts(h); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s *eventStream) parts(b *events.PartBatch) error { return s.feed(b, s.apply) }
 
 // apply adds one delta of message m.
 func (s *eventStream) apply(m int64, d events.Delta) error {
@@ -123,11 +86,9 @@ func (s *eventStream) apply(m int64, d events.Delta) error {
 }
 
 func (s *eventStream) message(m chat.Message) error {
-	if m.Role != chat.RoleAssistant || s.durable[m.ID] {
+	if m.Role != chat.RoleAssistant || !s.settle(m.ID) {
 		return nil
 	}
-	s.durable[m.ID] = true
-	delete(s.held, m.ID)
 	return s.b.message(m)
 }
 
@@ -150,11 +111,4 @@ func (s *eventStream) fail(e *apiError, u chat.Usage) {
 		return
 	}
 	_ = s.event("response.failed", map[string]any{"response": s.r.object("failed", items, &u, e)})
-}
-
-func (s *eventStream) write(frame string) error {
-	if _, err := s.w.Write([]byte(frame)); err != nil {
-		return err
-	}
-	return s.rc.Flush()
 }

@@ -13,9 +13,8 @@ import (
 // (data-only server-sent events ending with data: [DONE]). Errors before
 // the run starts are HTTP errors; after, an error event ends the stream.
 func (f *Facade) streamRun(w http.ResponseWriter, r *http.Request, owner string, tg target, resp *responder) error {
-	cs := &chunkStream{w: w, rc: http.NewResponseController(w), r: resp,
-		sent: map[int64]int{}, held: map[int64][]*events.PartBatch{}, text: map[int64]string{},
-		byIndex: map[int64]map[int]*streamedCall{}, calls: map[string]*streamedCall{}, durable: map[int64]bool{}}
+	cs := &chunkStream{sseOut: newSSEOut(w), deltaOrder: newDeltaOrder(), r: resp, text: map[int64]string{},
+		byIndex: map[int64]map[int]*streamedCall{}, calls: map[string]*streamedCall{}}
 	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, cs)
 	switch {
 	case !cs.begun:
@@ -34,20 +33,16 @@ func (f *Facade) streamRun(w http.ResponseWriter, r *http.Request, owner string,
 	return nil
 }
 
-// chunkStream writes one run as chunks. Deltas of a step are sent in order,
-// each once; a batch that would leave a gap waits for the missing deltas or
-// for the step's durable message, which sends whatever was not streamed.
-// Only the client's calls are shown: a server-side call streams nothing.
+// chunkStream writes one run as chunks: the steps' deltas in order, each
+// once (deltaOrder), then from each step's durable message whatever was not
+// streamed. Only the client's calls are shown: a server-side call streams
+// nothing.
 type chunkStream struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	r     *responder
-	begun bool
+	sseOut
+	deltaOrder
+	r *responder
 
-	sent    map[int64]int                 // message id -> deltas applied
-	held    map[int64][]*events.PartBatch // batches that came early
-	durable map[int64]bool                // messages whose durable copy was sent
-	text    map[int64]string              // message id -> text sent
+	text    map[int64]string // message id -> text sent
 	anyText bool
 	byIndex map[int64]map[int]*streamedCall // message id -> delta index -> client call (nil: a server-side one)
 	calls   map[string]*streamedCall        // by tool call id
@@ -61,41 +56,11 @@ type streamedCall struct {
 }
 
 func (s *chunkStream) begin() error {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-	s.begun = true
+	s.start()
 	return s.delta(map[string]any{"role": "assistant", "content": "", "refusal": nil})
 }
 
-func (s *chunkStream) keepAlive() error { return s.write(": keep-alive\n\n") }
-
-func (s *chunkStream) parts(b *events.PartBatch) error {
-	m := b.MessageID
-	if s.durable[m] || b.Seq+len(b.Deltas) <= s.sent[m] {
-		return nil
-	}
-	if b.Seq > s.sent[m] {
-		s.held[m] = append(s.held[m], b)
-		return nil
-	}
-	for _, d := range b.Deltas[s.sent[m]-b.Seq:] {
-		if err := s.apply(m, d); err != nil {
-			return err
-		}
-		s.sent[m]++
-	}
-	held := s.held[m]
-	s.held[m] = nil
-	for _, h := range held {
-		if err := s.parts(h); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (s *chunkStream) parts(b *events.PartBatch) error { return s.feed(b, s.apply) }
 
 // apply sends one delta of message m.
 func (s *chunkStream) apply(m int64, d events.Delta) error {
@@ -123,11 +88,9 @@ func (s *chunkStream) apply(m int64, d events.Delta) error {
 }
 
 func (s *chunkStream) message(m chat.Message) error {
-	if m.Role != chat.RoleAssistant || s.durable[m.ID] {
+	if m.Role != chat.RoleAssistant || !s.settle(m.ID) {
 		return nil
 	}
-	s.durable[m.ID] = true
-	delete(s.held, m.ID)
 	if full, sent := textOf(m), s.text[m.ID]; strings.HasPrefix(full, sent) {
 		if err := s.sendText(m.ID, full[len(sent):]); err != nil {
 			return err
@@ -226,11 +189,4 @@ func (s *chunkStream) end(out outcome) error {
 func (s *chunkStream) fail(e *apiError) {
 	b, _ := json.Marshal(map[string]*apiError{"error": e})
 	_ = s.write("data: " + string(b) + "\n\n")
-}
-
-func (s *chunkStream) write(frame string) error {
-	if _, err := s.w.Write([]byte(frame)); err != nil {
-		return err
-	}
-	return s.rc.Flush()
 }
