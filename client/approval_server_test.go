@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,13 +13,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/internal/api"
-	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/engine"
-	"github.com/parleyhq/parley/internal/llm/echo"
-	"github.com/parleyhq/parley/internal/pubsub/memory"
-	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 )
@@ -36,54 +27,13 @@ import (
 // http_fetch) on the server side.
 func newToolServer(t *testing.T) *server {
 	t.Helper()
-	ctx := context.Background()
-	st := sqlitetest.Open(t, t.TempDir())
-	cfg := config.Default()
-	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo"}}
-	cfg.DefaultModel = "echo"
-	ps := memory.New()
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	reg := tools.NewRegistry(log)
+	reg := tools.NewRegistry(nil)
 	for _, tl := range builtin.Tools(builtin.Options{}) {
 		if err := reg.AddTool(tl); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Logger: log, Tools: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(engine.Config{PollInterval: 50 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
-		LeaseTTL: 2 * time.Second, DeltaFlush: time.Millisecond},
-		st, ps, models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo"}},
-		tools.NewDispatcher(reg, tools.Options{}, log), log)
-	ectx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = eng.Run(ectx) }()
-
-	s := &server{t: t}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.requests = append(s.requests, r.Clone(context.Background()))
-		icpt := s.intercept
-		s.mu.Unlock()
-		if icpt != nil && icpt(w, r) {
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	s.url = s.srv.URL
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		ps.Close()
-		s.srv.Close()
-		reg.Close()
-	})
-	if s.token, _, err = auth.Issue(ctx, st, "alice", "test"); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return newServerWith(t, reg)
 }
 
 // approvalHistory is what the history holds of one call: its decision

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/llm/echo"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
+	"github.com/parleyhq/parley/internal/tools"
 )
 
 // wait bounds every wait of these tests.
@@ -42,7 +43,11 @@ type models map[string]llm.Model
 
 func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return v, ok }
 
-func newServer(t *testing.T) *server {
+func newServer(t *testing.T) *server { return newServerWith(t, nil) }
+
+// newServerWith is newServer with the server-side tools of reg (nil: none)
+// in the API and the engine.
+func newServerWith(t *testing.T, reg *tools.Registry) *server {
 	t.Helper()
 	ctx := context.Background()
 	st := sqlitetest.Open(t, t.TempDir())
@@ -52,13 +57,17 @@ func newServer(t *testing.T) *server {
 	cfg.DefaultModel = "echo"
 	ps := memory.New()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Logger: log})
+	var tl engine.Tools
+	if reg != nil {
+		tl = tools.NewDispatcher(reg, tools.Options{}, log)
+	}
+	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Logger: log, Tools: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng := engine.New(engine.Config{PollInterval: 50 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
 		LeaseTTL: 2 * time.Second, DeltaFlush: time.Millisecond},
-		st, ps, models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo"}}, nil, log)
+		st, ps, models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo"}}, tl, log)
 	ectx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ectx) }()
