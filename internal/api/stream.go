@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/pubsub"
@@ -114,7 +112,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 				a.log.Warn("stream: dropping a malformed event", "chat", id, "err", err)
 				continue
 			}
-			if st.startedRunning(ev) && a.deltasStayWithWorker() {
+			if st.startedRunning(ev) && events.DeltasStayWithWorker(a.ps) {
 				st.nonce = a.askSnapshot(ctx, id)
 			}
 			err = st.live(ev)
@@ -129,24 +127,11 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 	}
 }
 
-// deltasStayWithWorker reports whether a run's deltas may stay on its
-// worker's replica until a stream asks for them: only where the PubSub
-// spans replicas (it can publish locally). In-process, every delta reaches
-// every subscriber anyway, and a request per stream at every run's start
-// would only cost.
-func (a *api) deltasStayWithWorker() bool {
-	_, ok := a.ps.(pubsub.LocalPublisher)
-	return ok
-}
-
-// askSnapshot asks the worker running the chat, on whatever replica, for a
-// snapshot of the step in progress and returns the request's nonce. The
-// request also makes the worker send the rest of the run's deltas to every
-// replica, this one included.
+// askSnapshot asks the chat's worker for a snapshot (events.AskSnapshot),
+// logging a request that could not be sent.
 func (a *api) askSnapshot(ctx context.Context, id string) string {
-	nonce := uuid.NewString()
-	ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: nonce})
-	if err := a.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
+	nonce, err := events.AskSnapshot(ctx, a.ps, id)
+	if err != nil {
 		a.log.Warn("stream: snapshot request not published", "chat", id, "err", err)
 	}
 	return nonce

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
-	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -106,7 +103,7 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 	}
 	version := c.Version
 	var nonce string // the snapshot request in flight
-	if c.Status == chat.Running && f.deltasStayWithWorker() {
+	if c.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
 		nonce = f.askSnapshot(ctx, id)
 	}
 	poll := time.NewTicker(pollInterval)
@@ -165,7 +162,7 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 					continue // older than what the start left: another run's
 				}
 				version = ev.Chat.Version
-				if ev.Chat.Status == chat.Running && f.deltasStayWithWorker() {
+				if ev.Chat.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
 					nonce = f.askSnapshot(ctx, id)
 				}
 				if ev.Chat.Status != chat.Running && ev.Chat.Status != chat.Pending {
@@ -234,20 +231,11 @@ func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs ob
 	return out, nil
 }
 
-// deltasStayWithWorker reports whether a run's deltas stay on its worker's
-// replica until a subscriber asks for them (a PubSub that spans replicas).
-func (f *Facade) deltasStayWithWorker() bool {
-	_, ok := f.ps.(pubsub.LocalPublisher)
-	return ok
-}
-
-// askSnapshot asks the worker running the chat, on whatever replica, for
-// the deltas of the step so far, and so for the rest of the run's deltas on
-// every replica; it returns the request's nonce.
+// askSnapshot asks the chat's worker for a snapshot (events.AskSnapshot),
+// logging a request that could not be sent.
 func (f *Facade) askSnapshot(ctx context.Context, id string) string {
-	nonce := uuid.NewString()
-	ctl := events.Encode(events.Control{Kind: events.ControlSnapshot, Nonce: nonce})
-	if err := f.ps.Publish(ctx, events.ControlTopic(id), ctl); err != nil {
+	nonce, err := events.AskSnapshot(ctx, f.ps, id)
+	if err != nil {
 		f.log.Warn("openai facade: snapshot request not published", "chat", id, "err", err)
 	}
 	return nonce
