@@ -3,9 +3,7 @@
 package mcptest
 
 import (
-	"fmt"
 	"github.com/parleyhq/parley/internal/testutil/notice"
-	"os"
 	"testing"
 )
 
@@ -19,13 +17,5 @@ const EverythingEnv = "PARLEY_TEST_MCP_EVERYTHING"
 // must run these tests.
 func Everything(t testing.TB) string {
 	t.Helper()
-	bin := os.Getenv(EverythingEnv)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set: CI must run the MCP reference server tests", EverythingEnv)
-		}
-		notice.Once(EverythingEnv, fmt.Sprintf("%s is not set: the MCP reference server tests are skipped (.ci/run installs the server with npm)", EverythingEnv))
-		t.Skipf("%s not set", EverythingEnv)
-	}
-	return bin
+	return notice.Env(t, EverythingEnv, "the MCP reference server tests are skipped (.ci/run installs the server with npm)")
 }

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -29,14 +28,7 @@ const Timeout = 60 * time.Second
 // these tests.
 func Modules(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv(ModulesEnv)
-	if dir == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set: CI must run the Node client tests", ModulesEnv)
-		}
-		notice.Once(ModulesEnv, fmt.Sprintf("%s is not set: the Node client tests are skipped (.ci/run installs the packages with npm)", ModulesEnv))
-		t.Skipf("%s not set", ModulesEnv)
-	}
+	dir := notice.Env(t, ModulesEnv, "the Node client tests are skipped (.ci/run installs the packages with npm)")
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		t.Fatalf("%s=%s is not a directory: %v", ModulesEnv, dir, err)
 	}

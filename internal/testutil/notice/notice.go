@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"testing"
 )
 
 var (
@@ -34,4 +35,21 @@ func Once(key, msg string) {
 		}
 	}
 	fmt.Fprint(os.Stderr, line)
+}
+
+// Env returns the environment variable name, which names something a test
+// needs from outside (a database, a program). When it is not set, the test
+// fails if CI=true (CI must run every test), and is skipped otherwise, with
+// the notice skipped (once per test binary).
+func Env(t testing.TB, name, skipped string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not set: CI must run these tests (%s)", name, skipped)
+		}
+		Once(name, fmt.Sprintf("%s is not set: %s", name, skipped))
+		t.Skipf("%s not set", name)
+	}
+	return v
 }

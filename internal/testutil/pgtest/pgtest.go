@@ -61,15 +61,7 @@ func DSN(t testing.TB) string {
 // A test that calls DSN in many subtests calls Require first, to skip once.
 func Require(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvVar)
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not set: CI must run the PostgreSQL tests", EnvVar)
-		}
-		notice.Once(EnvVar, fmt.Sprintf("%s is not set: %s skips its PostgreSQL tests (the README says how to run them)", EnvVar, packageOf(t)))
-		t.Skipf("%s not set: skipping PostgreSQL tests", EnvVar)
-	}
-	return base
+	return notice.Env(t, EnvVar, packageOf(t)+" skips its PostgreSQL tests (the README says how to run them)")
 }
 
 // dropSchema removes a test's schema with everything in it.
