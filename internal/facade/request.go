@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -245,6 +246,32 @@ func callIndex(calls []chat.Part, id string) int {
 	return -1
 }
 
+// partsText joins the text of an array of content parts, whose text parts
+// have one of the types textTypes (and refusal parts their refusal); any
+// other part is refused.
+func partsText(raw json.RawMessage, param string, textTypes ...string) (string, error) {
+	var parts []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", invalid(param, "must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case slices.Contains(textTypes, p.Type):
+			b.WriteString(p.Text)
+		case p.Type == "refusal":
+			b.WriteString(p.Refusal)
+		default:
+			return "", invalid(fmt.Sprintf("%s[%d].type", param, i), "%q is not supported: parley takes text parts only", p.Type)
+		}
+	}
+	return b.String(), nil
+}
+
 // contentText reads a message's content: a string, or an array of parts of
 // which text (and an assistant's refusal) parts are read and joined. null
 // or "" is refused unless mayBeEmpty.
@@ -258,26 +285,10 @@ func contentText(raw json.RawMessage, param string, mayBeEmpty bool) (string, er
 			return "", invalid(param, "is not a valid JSON string")
 		}
 	case raw[0] == '[':
-		var parts []struct {
-			Type    string `json:"type"`
-			Text    string `json:"text"`
-			Refusal string `json:"refusal"`
+		var err error
+		if text, err = partsText(raw, param, "text"); err != nil {
+			return "", err
 		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", invalid(param, "must be a string or an array of content parts")
-		}
-		var b strings.Builder
-		for i, p := range parts {
-			switch p.Type {
-			case "text":
-				b.WriteString(p.Text)
-			case "refusal":
-				b.WriteString(p.Refusal)
-			default:
-				return "", invalid(fmt.Sprintf("%s[%d].type", param, i), "%q is not supported: parley takes text parts only", p.Type)
-			}
-		}
-		text = b.String()
 	default:
 		return "", invalid(param, "must be a string or an array of content parts")
 	}

@@ -154,26 +154,7 @@ func itemText(raw json.RawMessage, param string) (string, error) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return contentText(raw, param, true)
 	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "must be a string or an array of content parts")
-	}
-	var b strings.Builder
-	for i, p := range parts {
-		switch p.Type {
-		case "input_text", "output_text", "text":
-			b.WriteString(p.Text)
-		case "refusal":
-			b.WriteString(p.Refusal)
-		default:
-			return "", invalid(fmt.Sprintf("%s[%d].type", param, i), "%q is not supported: parley takes text parts only", p.Type)
-		}
-	}
-	return b.String(), nil
+	return partsText(raw, param, "input_text", "output_text", "text")
 }
 
 var messagesParam = regexp.MustCompile(`^messages\[(\d+)\](.*)$`)
