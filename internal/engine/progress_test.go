@@ -72,3 +72,57 @@ func TestToolProgressReachesTheChatStream(t *testing.T) {
 		t.Fatalf("result %s", b)
 	}
 }
+
+// TestToolProgressIsThrottledAndEndsWithTheCall: a tool that reports 100
+// times at once reaches the stream a few times, its completing report
+// always; a report it makes after it returned is dropped.
+func TestToolProgressIsThrottledAndEndsWithTheCall(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "chatty", Args: `{}`}}},
+		llmtest.Turn{Text: "done"},
+	)
+	subscribed, late := make(chan struct{}), make(chan func(tool.Progress), 1)
+	reg := tools.NewRegistry(nil)
+	chatty := tool.Func(tool.Decl{Name: "chatty", Description: "reports a lot"},
+		func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			<-subscribed
+			for i := 1; i <= 100; i++ {
+				c.Progress(tool.Progress{Progress: float64(i), Total: 100})
+			}
+			late <- c.Progress
+			return tool.Text("ok"), nil
+		})
+	if err := reg.AddTool(chatty); err != nil {
+		t.Fatal(err)
+	}
+	h.start(tools.NewDispatcher(reg, tools.Options{}, nil))
+	c := h.create("go")
+	evs := h.subscribe(c.ID)
+	close(subscribed)
+	h.waitStatus(c.ID, chat.Waiting)
+	(<-late)(tool.Progress{Progress: 101, Total: 100, Message: "after the result"})
+
+	// A marker after everything: the topic keeps order, so every event
+	// published before it has arrived when it does.
+	if err := h.ps.Publish(context.Background(), events.ChatTopic(c.ID), events.Encode(events.ChatEvent{Kind: "test-marker"})); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for done := false; !done; {
+		select {
+		case ev := <-evs:
+			switch ev.Kind {
+			case events.KindToolProgress:
+				got = append(got, ev.Progress.Progress)
+			case "test-marker":
+				done = true
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the marker never arrived")
+		}
+	}
+	if len(got) == 0 || len(got) >= 100 || got[len(got)-1] != 100 {
+		t.Fatalf("progress on the stream: %v; want a few reports, the last the completing one", got)
+	}
+}
