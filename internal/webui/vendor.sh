@@ -8,12 +8,15 @@
 # with each package's licence. The one derived file is hljs-themes.css, made
 # from highlight.js's GitHub light and dark themes (see below).
 #
+# json-schema/ holds @cfworker/json-schema, a validator that needs no eval.
+#
 # Usage: internal/webui/vendor.sh   (needs node and npm)
 set -euo pipefail
 
 MARKED=marked@18.2.1
 DOMPURIFY=dompurify@3.4.18
 HLJS=@highlightjs/cdn-assets@11.12.0
+JSONSCHEMA=@cfworker/json-schema@4.1.6
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dest="$here/static/vendor"
@@ -22,7 +25,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 npm install --prefix "$tmp" --no-audit --no-fund --ignore-scripts \
-	"$MARKED" "$DOMPURIFY" "$HLJS" >&2
+	"$MARKED" "$DOMPURIFY" "$HLJS" "$JSONSCHEMA" >&2
 
 nm="$tmp/node_modules"
 
@@ -39,12 +42,14 @@ check() { # pkg@version
 check "$MARKED"
 check "$DOMPURIFY"
 check "$HLJS"
+check "$JSONSCHEMA"
 
 # Replace only the files this script writes: static/vendor/ may hold other
 # vendored files, which are left alone.
 mkdir -p "$dest/LICENSES"
 rm -f "$dest"/{marked.esm.js,purify.es.js,highlight.min.js,hljs-themes.css,VERSIONS} \
-	"$dest"/LICENSES/{marked.txt,dompurify.txt,dompurify-MPL.txt,highlightjs-cdn-assets.txt}
+	"$dest"/LICENSES/{marked.txt,dompurify.txt,dompurify-MPL.txt,highlightjs-cdn-assets.txt,cfworker-json-schema.txt}
+rm -rf "$dest/json-schema"
 
 cp "$nm/marked/lib/marked.esm.js" "$dest/marked.esm.js"
 # Renamed from .mjs so that every static file server sends it as JavaScript;
@@ -53,11 +58,24 @@ cp "$nm/dompurify/dist/purify.es.mjs" "$dest/purify.es.js"
 # The ES module bundle of highlight.js with its common languages.
 cp "$nm/@highlightjs/cdn-assets/es/highlight.min.js" "$dest/highlight.min.js"
 
+# JSON Schema validation without code generation (the CSP forbids eval):
+# its ES module files, without their source-map comments (the maps are not
+# vendored).
+mkdir -p "$dest/json-schema"
+for f in "$nm/@cfworker/json-schema/dist/esm/"*.js; do
+	sed '/^\/\/# sourceMappingURL=/d' "$f" >"$dest/json-schema/$(basename "$f")"
+done
+
 cp "$nm/marked/LICENSE" "$dest/LICENSES/marked.txt"
 # DOMPurify is dual licensed (Apache-2.0 OR MPL-2.0); keep both texts.
 cp "$nm/dompurify/LICENSE" "$dest/LICENSES/dompurify.txt"
 cp "$nm/dompurify/LICENSE-MPL" "$dest/LICENSES/dompurify-MPL.txt"
 cp "$nm/@highlightjs/cdn-assets/LICENSE" "$dest/LICENSES/highlightjs-cdn-assets.txt"
+# The package ships no licence file; its package.json says MIT.
+{
+	echo "$JSONSCHEMA is published under the MIT licence (its package.json: \"license\": \"$(node -p 'require(process.argv[1]).license' "$nm/@cfworker/json-schema/package.json")\")."
+	echo "Copyright (c) Jeremy Danyow and the cfworker contributors; see https://github.com/cfworker/cfworker."
+} >"$dest/LICENSES/cfworker-json-schema.txt"
 
 # hljs-themes.css: the GitHub light and dark themes in one file, each scoped
 # to the UI theme the app sets as data-theme on <html>. Every selector of the
@@ -191,12 +209,14 @@ EOF
 	echo "$MARKED -> LICENSES/marked.txt (LICENSE)"
 	echo "$DOMPURIFY -> LICENSES/dompurify.txt (LICENSE, Apache-2.0), LICENSES/dompurify-MPL.txt (LICENSE-MPL, MPL-2.0)"
 	echo "$HLJS -> LICENSES/highlightjs-cdn-assets.txt (LICENSE)"
+	echo "$JSONSCHEMA -> json-schema/*.js (dist/esm/*.js, source-map comments removed)"
+	echo "$JSONSCHEMA -> LICENSES/cfworker-json-schema.txt (written: the package has no licence file)"
 } >"$dest/VERSIONS"
 
 # The page's CSP has no 'unsafe-eval': no vendored script may build code from
 # strings. (highlight.js mentions "eval" only as a keyword in its grammars.)
 if grep -nE '(^|[^A-Za-z0-9_$."'\''])eval[[:space:]]*\(|new[[:space:]]+Function\b|(^|[^A-Za-z0-9_$.])Function[[:space:]]*\(' \
-	"$dest"/{marked.esm.js,purify.es.js,highlight.min.js} >&2; then
+	"$dest"/{marked.esm.js,purify.es.js,highlight.min.js} "$dest"/json-schema/*.js >&2; then
 	echo "vendor.sh: a vendored script uses eval or Function; the CSP forbids it" >&2
 	exit 1
 fi

@@ -3,8 +3,8 @@
 // code highlighted by highlight.js.
 //
 // Everything a model (or a user) writes is untrusted. Raw HTML in the
-// Markdown is allowed through marked and then cut down by DOMPurify: no
-// scripts, event handlers, style attributes or <style>, forms, frames,
+// Markdown is escaped, so it reads as the text it is, and what marked
+// emits is then cut down by DOMPurify all the same: no scripts, event handlers, style attributes or <style>, forms, frames,
 // embedded objects, SVG or MathML, and links only to http:, https:, mailto:
 // or relative/# targets. Images stay only when they are data:image/ URLs
 // (the page's CSP would block any other source anyway); others become a link
@@ -54,6 +54,10 @@ function fenceClosed(raw) {
 	return close.test(lines[lines.length - 1]);
 }
 
+function escapeHTML(s) {
+	return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
 const marked = new Marked({
 	async: false,
 	gfm: true,
@@ -63,6 +67,12 @@ const marked = new Marked({
 			const html = Renderer.prototype.code.call(this, token);
 			if (fenceClosed(token.raw || "")) return html;
 			return html.replace(/^<pre>/, `<pre class="${OPEN_FENCE}">`);
+		},
+		// Raw HTML a model writes is shown as the text it is, never parsed:
+		// "<script>" reads as <script>. (The sanitiser below still guards
+		// everything marked emits.)
+		html({ text }) {
+			return escapeHTML(text);
 		},
 		// GFM task list items: the <input> marked would write is removed by
 		// the sanitiser, so show the box as a character instead.

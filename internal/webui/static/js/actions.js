@@ -1,0 +1,187 @@
+// ActionPanel answers what a requires_action chat waits for: results of
+// dynamic tool calls (POST /tool-results) and decisions on calls that need
+// approval (POST /approvals), with the deadline counting down. A 409 means
+// someone else answered first: that is said as such, and the panel follows
+// the chat's next status.
+
+import { $, countdown, h, pretty, setError, show } from "./dom.js";
+import { resultEditor } from "./schemaform.js";
+
+export class ActionPanel {
+  constructor(api) {
+    this.api = api;
+    this.section = $("#action");
+    this.callsEl = $("#action-calls");
+    this.key = "";
+    this.timer = 0;
+    this.chatId = null;
+  }
+
+  clear() {
+    this.key = "";
+    this.chatId = null;
+    clearInterval(this.timer);
+    this.timer = 0;
+    this.callsEl.replaceChildren();
+    setError($("#action-notice"), "");
+    show(this.section, false);
+  }
+
+  // update shows c's required action; the forms are made again only when
+  // the set of waiting calls changes, so typing is not lost to an
+  // unrelated status event.
+  update(c) {
+    const ra = c.status === "requires_action" ? c.required_action : null;
+    const calls = (ra && ra.tool_calls) || [];
+    const key = c.id + "|" + calls.map((t) => t.tool_call_id).join(",");
+    if (calls.length === 0) {
+      if (this.key) this.clear();
+      return;
+    }
+    if (key === this.key) return;
+    this.key = key;
+    this.chatId = c.id;
+    setError($("#action-notice"), "");
+    const tools = new Map((c.dynamic_tools || []).map((t) => [t.name, t]));
+    const client = calls.filter((t) => (t.kind || "client") === "client");
+    const approvals = calls.filter((t) => t.kind === "approval");
+    this.callsEl.replaceChildren(
+      client.length ? this.clientForm(c.id, client, tools) : null,
+      approvals.length ? this.approvalForms(c.id, approvals) : null,
+    );
+    this.deadline(ra.deadline);
+    show(this.section, true);
+  }
+
+  deadline(iso) {
+    clearInterval(this.timer);
+    const el = $("#deadline");
+    el.dataset.deadline = iso || "";
+    if (!iso) {
+      el.textContent = "none";
+      return;
+    }
+    const at = Date.parse(iso);
+    const tick = () => {
+      el.textContent = `${countdown(at - Date.now())} (${new Date(at).toLocaleTimeString()})`;
+    };
+    tick();
+    this.timer = setInterval(tick, 1000);
+  }
+
+  // conflict reports a 409: the calls were answered elsewhere (or ran out).
+  conflict(err) {
+    const status = err.details && err.details.status;
+    const now = status && status !== "requires_action" ? ` The chat is ${status} now.` : "";
+    setError($("#action-notice"), `Someone else answered first.${now}`);
+  }
+
+  clientForm(chatId, calls, tools) {
+    const editors = calls.map((call) => {
+      const tool = tools.get(call.tool_name) || {};
+      const editor = resultEditor(tool.output_schema, call.tool_name);
+      const isError = h("input", { type: "checkbox", class: "is-error", id: `is-error-${call.tool_call_id}` });
+      const fs = h("fieldset", { class: "call", dataset: { toolCallId: call.tool_call_id, kind: "client" } },
+        h("legend", {}, call.tool_name),
+        tool.description ? h("p", { class: "muted" }, tool.description) : null,
+        h("div", { class: "muted" }, "Arguments"),
+        h("pre", { class: "call-args" }, pretty(call.args ?? {})),
+        editor.el,
+        h("div", { class: "field check" }, isError, h("label", { for: `is-error-${call.tool_call_id}` }, "Report as an error")),
+      );
+      return { call, editor, isError, fs };
+    });
+    const error = h("p", { class: "error call-error", role: "alert", hidden: true });
+    const button = h("button", { type: "submit", id: "submit-results", class: "primary" }, calls.length > 1 ? "Send results" : "Send result");
+    const form = h("form", { id: "tool-results-form" }, editors.map((e) => e.fs), error, button);
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const results = [];
+      for (const e of editors) {
+        // The schema describes results, not errors: an error is read loosely.
+        const r = e.editor.read(e.isError.checked);
+        if (r.error) {
+          setError(error, `${e.call.tool_name}: ${r.error}`);
+          return;
+        }
+        results.push({ tool_call_id: e.call.tool_call_id, output: r.value, is_error: e.isError.checked });
+      }
+      setError(error, "");
+      button.disabled = true;
+      try {
+        await this.api.post(this.api.chatPath(chatId, "/tool-results"), { results });
+        setError($("#action-notice"), "Sent.");
+      } catch (err) {
+        if (err.status === 409) this.conflict(err);
+        else setError(error, err.message);
+        button.disabled = false;
+      }
+    });
+    return form;
+  }
+
+  approvalForms(chatId, calls) {
+    const decisions = new Map(); // tool_call_id → decision
+    const wrap = h("div", { class: "approvals" });
+    const send = async () => {
+      const list = calls.map((c) => decisions.get(c.tool_call_id));
+      if (list.some((d) => !d)) return; // wait until every call is decided
+      for (const b of wrap.querySelectorAll("button")) b.disabled = true;
+      try {
+        await this.api.post(this.api.chatPath(chatId, "/approvals"), { decisions: list });
+        setError($("#action-notice"), "Decisions sent.");
+      } catch (err) {
+        decisions.clear();
+        for (const b of wrap.querySelectorAll("button")) b.disabled = false;
+        for (const fs of wrap.querySelectorAll("fieldset")) fs.dataset.decision = "";
+        if (err.status === 409) {
+          this.conflict(err);
+          return;
+        }
+        const id = err.details && err.details.tool_call_id;
+        const target = (id && wrap.querySelector(`fieldset[data-tool-call-id="${CSS.escape(id)}"] .call-error`)) || wrap.querySelector(".call-error");
+        setError(target, err.message);
+      }
+    };
+    for (const call of calls) {
+      const original = pretty(call.args ?? {});
+      const argsId = `args-${call.tool_call_id}`;
+      const reasonId = `reason-${call.tool_call_id}`;
+      const args = h("textarea", { id: argsId, class: "args-editor", rows: Math.min(12, original.split("\n").length + 1), spellcheck: "false" }, original);
+      const reason = h("input", { id: reasonId, class: "reason", type: "text", maxlength: 4096, placeholder: "shown to the model if you deny" });
+      const error = h("p", { class: "error call-error", role: "alert", hidden: true });
+      const fs = h("fieldset", { class: "call", dataset: { toolCallId: call.tool_call_id, kind: "approval" } },
+        h("legend", {}, `${call.tool_name}`, call.source ? h("span", { class: "muted" }, ` (${call.source})`) : null),
+        call.description ? h("p", { class: "muted" }, call.description) : null,
+        h("label", { for: argsId }, "Arguments (edit before approving)"),
+        args,
+        h("label", { for: reasonId }, "Reason"),
+        reason,
+        error,
+      );
+      const decide = (approve) => {
+        const d = { tool_call_id: call.tool_call_id, approve };
+        if (approve) {
+          let edited;
+          try {
+            edited = JSON.parse(args.value);
+          } catch (err) {
+            setError(error, `The arguments are not valid JSON: ${err.message}`);
+            return;
+          }
+          if (JSON.stringify(edited) !== JSON.stringify(call.args ?? {})) d.args = edited;
+        }
+        if (reason.value.trim()) d.reason = reason.value.trim();
+        setError(error, "");
+        decisions.set(call.tool_call_id, d);
+        fs.dataset.decision = approve ? "approve" : "deny";
+        send();
+      };
+      fs.append(h("div", { class: "decide" },
+        h("button", { type: "button", class: "approve primary", onclick: () => decide(true) }, "Approve"),
+        h("button", { type: "button", class: "deny danger", onclick: () => decide(false) }, "Deny")));
+      wrap.append(fs);
+    }
+    return wrap;
+  }
+}

@@ -1,0 +1,298 @@
+// Conversation is the open chat: its history read page by page from
+// /messages, then its live stream (/stream) resumed after the last
+// message, the header (title, status, usage), the composer, and the
+// buttons that act on the chat.
+
+import { $, setError, show } from "./dom.js";
+import { EventStream } from "./sse.js";
+import { MessageView, usageText } from "./messages.js";
+import { ActionPanel } from "./actions.js";
+import { busy, statusText } from "./status.js";
+
+const historyPage = 200;
+
+export class Conversation {
+  constructor(api, hooks) {
+    this.api = api;
+    this.hooks = hooks;
+    this.id = null;
+    this.chat = null;
+    this.stream = null;
+    this.view = new MessageView($("#messages"));
+    this.actions = new ActionPanel(api);
+    this.queue = []; // queued messages this page sent, until they reach the history
+    this.wire();
+  }
+
+  wire() {
+    const input = $("#composer-input");
+    $("#composer").addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.send();
+    });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        this.send();
+      }
+    });
+    $("#interrupt").addEventListener("click", () => this.act("/interrupt"));
+    $("#retry").addEventListener("click", () => this.act("/retry"));
+    $("#archive").addEventListener("click", () => this.patch({ archived: !(this.chat && this.chat.archived) }));
+    $("#rename").addEventListener("click", () => {
+      $("#rename-input").value = (this.chat && this.chat.title) || "";
+      setError($("#rename-error"), "");
+      $("#rename-dialog").showModal();
+      $("#rename-input").select();
+    });
+    $("#rename-cancel").addEventListener("click", () => $("#rename-dialog").close());
+    $("#rename-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const title = $("#rename-input").value.trim();
+      if (!title) return;
+      if (await this.patch({ title }, $("#rename-error"))) $("#rename-dialog").close();
+    });
+    $("#delete").addEventListener("click", () => {
+      $("#confirm-text").textContent = `Delete "${(this.chat && this.chat.title) || "this chat"}" and its messages? This cannot be undone.`;
+      $("#confirm-dialog").returnValue = "";
+      $("#confirm-dialog").showModal();
+    });
+    $("#confirm-dialog").addEventListener("close", async () => {
+      if ($("#confirm-dialog").returnValue !== "yes" || !this.id) return;
+      try {
+        await this.api.del(this.api.chatPath(this.id));
+        this.gone("");
+      } catch (err) {
+        this.composerError(`Could not delete the chat: ${err.message}`);
+      }
+    });
+  }
+
+  async open(id) {
+    if (id === this.id) return;
+    this.close();
+    this.id = id;
+    const main = $("#chat");
+    main.dataset.chatId = id;
+    show(main, true);
+    $("#chat-title").textContent = "";
+    setError($("#composer-error"), "");
+    this.queue = JSON.parse(sessionStorage.getItem(queueKey(id)) || "[]");
+    try {
+      const c = await this.api.get(this.api.chatPath(id));
+      if (this.id !== id) return;
+      this.setChat(c);
+      await this.readHistory(id);
+    } catch (err) {
+      if (this.id !== id) return;
+      if (err.status === 404) this.gone("This chat does not exist (or was deleted).");
+      else this.composerError(`Could not load the chat: ${err.message}`);
+      return;
+    }
+    if (this.id !== id) return;
+    this.showQueue();
+    this.follow(id);
+    $("#composer-input").focus();
+  }
+
+  close() {
+    if (this.stream) this.stream.close();
+    this.stream = null;
+    this.id = null;
+    this.chat = null;
+    this.view.reset();
+    this.actions.clear();
+    show($("#chat"), false);
+    show($("#chat-error"), false);
+    show($("#retry-notice"), false);
+  }
+
+  // gone leaves a chat that no longer exists.
+  gone(message) {
+    const id = this.id;
+    if (!id) return;
+    sessionStorage.removeItem(queueKey(id));
+    this.close();
+    if (message) setError($("#filter-error"), message);
+    this.hooks.onGone(id);
+  }
+
+  async readHistory(id) {
+    let after = 0;
+    for (;;) {
+      const page = await this.api.get(this.api.chatPath(id, `/messages?after=${after}&limit=${historyPage}`));
+      if (this.id !== id) return;
+      for (const m of page.messages) this.view.add(m);
+      this.dequeue(page.messages);
+      if (page.messages.length < historyPage) return;
+      after = page.messages[page.messages.length - 1].id;
+    }
+  }
+
+  // follow opens the chat's stream after the last message read. Every
+  // (re)connect sends the step in progress again from its start, so the
+  // draft is dropped on open.
+  follow(id) {
+    this.stream = new EventStream({
+      url: this.api.chatPath(id, "/stream"),
+      token: this.api.token,
+      lastEventId: String(this.view.lastId),
+      onOpen: () => this.view.dropDraft(),
+      onState: (s) => { $("#stream-state").dataset.state = s; $("#stream-state").title = s === "connected" ? "Live" : "Reconnecting…"; },
+      onEvent: (type, data) => this.event(type, data),
+      onEnd: (reason) => {
+        if (reason === "unauthorized") this.hooks.onUnauthorized();
+        else this.gone("This chat was deleted.");
+      },
+    });
+  }
+
+  event(type, data) {
+    switch (type) {
+      case "status":
+        this.setChat(data.chat);
+        break;
+      case "message":
+        this.view.add(data.message, true);
+        this.dequeue([data.message]);
+        if (data.message.role === "assistant") show($("#retry-notice"), false);
+        break;
+      case "part":
+        if (data.part && data.part.type === "text-delta") show($("#retry-notice"), false);
+        this.view.part(data.message_id, data.part);
+        break;
+      case "retry": {
+        const n = $("#retry-notice");
+        n.textContent = `The model call failed (${data.error}); retrying, attempt ${data.attempt}, in ${(data.delay_ms / 1000).toFixed(1)} s…`;
+        show(n, true);
+        this.view.dropDraft();
+        break;
+      }
+      case "error":
+        this.showError({ kind: data.kind, message: data.message });
+        break;
+      case "action_required":
+        if (this.chat) this.actions.update({ ...this.chat, status: "requires_action", required_action: { tool_calls: data.tool_calls, deadline: data.deadline } });
+        break;
+    }
+  }
+
+  // setChat takes a copy of the chat unless a newer one is shown.
+  setChat(c) {
+    if (!c || c.id !== this.id) return;
+    if (this.chat && (this.chat.version || 0) > (c.version || 0)) return;
+    this.chat = c;
+    $("#chat-title").textContent = c.title || "Untitled";
+    document.title = `${c.title || "Untitled"} · parley`;
+    const badge = $("#chat-status");
+    badge.dataset.status = c.status;
+    badge.textContent = statusText(c.status);
+    $("#chat-model").textContent = c.model;
+    $("#chat-usage").textContent = usageText(c.usage || {});
+    $("#archive").textContent = c.archived ? "Unarchive" : "Archive";
+    $("#interrupt").disabled = !busy(c.status);
+    if (c.status === "error" && c.last_error) this.showError(c.last_error);
+    else show($("#chat-error"), false);
+    if (c.status !== "running" && c.status !== "pending") show($("#retry-notice"), false);
+    this.view.waiting(c.status === "requires_action" && c.required_action ? c.required_action.tool_calls : []);
+    this.actions.update(c);
+    this.hooks.onChat(c);
+  }
+
+  showError(e) {
+    const box = $("#chat-error");
+    box.querySelector(".error-kind").textContent = e.kind || "error";
+    box.querySelector(".error-message").textContent = e.message || "";
+    show(box, true);
+  }
+
+  composerError(message) {
+    setError($("#composer-error"), message);
+  }
+
+  async send() {
+    const input = $("#composer-input");
+    const text = input.value;
+    if (!text.trim() || !this.id) return;
+    const id = this.id;
+    $("#send").disabled = true;
+    try {
+      const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: text, busy: "queue" });
+      input.value = "";
+      setError($("#composer-error"), "");
+      if (this.id !== id) return;
+      if (r.message) this.view.add(r.message, true);
+      if (r.queued) {
+        this.queue.push(r.queued);
+        this.saveQueue();
+        this.showQueue();
+      }
+    } catch (err) {
+      this.composerError(err.message);
+    } finally {
+      $("#send").disabled = false;
+    }
+  }
+
+  // dequeue drops queued messages that reached the history: the worker
+  // moves them in order, so each user message takes the oldest queued one
+  // with the same text.
+  dequeue(messages) {
+    let changed = false;
+    for (const m of messages) {
+      if (m.role !== "user") continue;
+      const text = textOf(m.parts);
+      const i = this.queue.findIndex((q) => textOf(q.parts) === text && m.id > 0 && Date.parse(m.created_at) >= Date.parse(q.created_at) - 1000);
+      if (i >= 0) {
+        this.queue.splice(i, 1);
+        changed = true;
+      }
+    }
+    if (changed) {
+      this.saveQueue();
+      this.showQueue();
+    }
+  }
+
+  saveQueue() {
+    if (!this.id) return;
+    if (this.queue.length) sessionStorage.setItem(queueKey(this.id), JSON.stringify(this.queue));
+    else sessionStorage.removeItem(queueKey(this.id));
+  }
+
+  showQueue() {
+    this.view.queued(this.queue);
+  }
+
+  async act(path) {
+    if (!this.id) return;
+    try {
+      const c = await this.api.post(this.api.chatPath(this.id, path));
+      this.setChat(c);
+      setError($("#composer-error"), "");
+    } catch (err) {
+      this.composerError(err.message);
+    }
+  }
+
+  async patch(body, errorEl) {
+    if (!this.id) return false;
+    try {
+      const c = await this.api.patch(this.api.chatPath(this.id), body);
+      this.setChat(c);
+      return true;
+    } catch (err) {
+      if (errorEl) setError(errorEl, err.message);
+      else this.composerError(err.message);
+      return false;
+    }
+  }
+}
+
+function queueKey(id) {
+  return `parley.queued.${id}`;
+}
+
+function textOf(parts) {
+  return (parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
+}

@@ -1,0 +1,138 @@
+// The web UI's entry point: sign-in, the theme, and the hash routes
+// "#/" (the chat list) and "#/chats/<id>" (a conversation).
+
+import { API, APIError, checkToken } from "./api.js";
+import { $, setError, show } from "./dom.js";
+import { ChatList } from "./chatlist.js";
+import { Conversation } from "./conversation.js";
+import { NewChatDialog } from "./newchat.js";
+
+const tokenKey = "parley.token";
+const themeKey = "parley.theme";
+
+// takeTokenFromURL moves a token given in the URL fragment ("#token=…", the
+// sign-in link parley serve prints) into storage and removes it from the
+// address bar at once, so it stays out of the history and of screenshots.
+// The fragment is never sent to the server.
+function takeTokenFromURL() {
+  const m = /^#token=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  localStorage.setItem(tokenKey, decodeURIComponent(m[1]));
+  history.replaceState(null, "", location.pathname + location.search + "#/");
+}
+
+function applyTheme() {
+  const saved = localStorage.getItem(themeKey);
+  const dark = saved ? saved === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
+  document.documentElement.dataset.theme = dark ? "dark" : "light";
+  $("#theme").setAttribute("aria-label", dark ? "Switch to light theme" : "Switch to dark theme");
+  $("#theme").title = $("#theme").getAttribute("aria-label");
+}
+
+function setupTheme() {
+  applyTheme();
+  $("#theme").addEventListener("click", () => {
+    const dark = document.documentElement.dataset.theme === "dark";
+    localStorage.setItem(themeKey, dark ? "light" : "dark");
+    applyTheme();
+  });
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
+}
+
+let session = null; // {api, list, conversation, newChat} while signed in
+
+function showLogin(message) {
+  document.body.dataset.signedIn = "false";
+  show($("#app"), false);
+  show($("#sign-out"), false);
+  show($("#toggle-sidebar"), false);
+  show($("#login-view"), true);
+  setError($("#login-error"), message);
+  $("#login-token").value = "";
+  $("#login-token").focus();
+}
+
+function signOut(message) {
+  localStorage.removeItem(tokenKey);
+  if (session) {
+    session.list.stop();
+    session.conversation.close();
+    session = null;
+  }
+  showLogin(message);
+}
+
+function start(token) {
+  const api = new API(token, () => signOut("The server refused the token (it may have been revoked). Sign in again."));
+  const conversation = new Conversation(api, {
+    onChat: (c) => session && session.list.upsert(c),
+    onGone: () => { location.hash = "#/"; },
+    onUnauthorized: () => signOut("The server refused the token. Sign in again."),
+  });
+  const list = new ChatList(api, {
+    current: () => conversation.id,
+    onDeleted: (id) => { if (conversation.id === id) conversation.gone("This chat was deleted."); },
+    onUnauthorized: () => signOut("The server refused the token. Sign in again."),
+  });
+  const newChat = new NewChatDialog(api, { onCreated: (c) => { list.upsert(c); location.hash = `#/chats/${c.id}`; } });
+  session = { api, list, conversation, newChat };
+  document.body.dataset.signedIn = "true";
+  show($("#login-view"), false);
+  show($("#app"), true);
+  show($("#sign-out"), true);
+  show($("#toggle-sidebar"), true);
+  list.start();
+  route();
+}
+
+function route() {
+  if (!session) return;
+  const m = /^#\/chats\/([^/?#]+)/.exec(location.hash);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  document.body.dataset.view = id ? "chat" : "list";
+  show($("#empty-view"), !id);
+  if (id) session.conversation.open(id);
+  else session.conversation.close();
+  session.list.markCurrent(id);
+}
+
+async function signIn(token) {
+  try {
+    await checkToken(token);
+  } catch (err) {
+    if (err instanceof APIError && err.status === 401) {
+      showLogin("That token was refused.");
+      return;
+    }
+    showLogin(`Could not check the token: ${err.message}`);
+    return;
+  }
+  localStorage.setItem(tokenKey, token);
+  start(token);
+}
+
+function main() {
+  takeTokenFromURL();
+  setupTheme();
+  $("#login").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const token = $("#login-token").value.trim();
+    if (token) signIn(token);
+  });
+  $("#sign-out").addEventListener("click", () => signOut(""));
+  $("#toggle-sidebar").addEventListener("click", () => {
+    const open = document.body.dataset.sidebar !== "open";
+    document.body.dataset.sidebar = open ? "open" : "closed";
+    $("#toggle-sidebar").setAttribute("aria-expanded", String(open));
+  });
+  addEventListener("hashchange", () => {
+    takeTokenFromURL();
+    document.body.dataset.sidebar = "closed";
+    route();
+  });
+  const token = localStorage.getItem(tokenKey);
+  if (token) signIn(token);
+  else showLogin("");
+}
+
+main();

@@ -1,0 +1,294 @@
+// MessageView renders a conversation: durable messages in id order, the
+// answer streaming in (the draft), tool calls as cards that later show
+// their result, and queued messages. Tool messages carry no bubble of
+// their own: their results and decisions fill the cards of the calls.
+
+import { h, pretty } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+export class MessageView {
+  constructor(ol) {
+    this.ol = ol;
+    this.reset();
+  }
+
+  reset() {
+    this.ol.replaceChildren();
+    this.items = new Map(); // message id → li
+    this.cards = new Map(); // tool_call_id → {el, name, started}
+    this.outcomes = new Map(); // tool_call_id → result or decision parts seen before their call
+    this.draft = null;
+    this.queuedEls = [];
+    this.lastId = 0;
+  }
+
+  has(id) {
+    return this.items.has(id);
+  }
+
+  // add renders a durable message once; a repeat of a known id is ignored.
+  // live says the message arrived as it happened (not read from history),
+  // so the time between a call and its result is the call's duration.
+  add(m, live = false) {
+    if (this.items.has(m.id)) return;
+    if (this.draft && this.draft.messageId === m.id) this.dropDraft();
+    this.live = live;
+    const li = this.render(m);
+    this.items.set(m.id, li);
+    let before = null;
+    for (const [id, el] of this.items) {
+      if (id > m.id && (!before || Number(before.dataset.messageId) > id)) before = el;
+    }
+    this.ol.insertBefore(li, before || this.firstTransient());
+    this.lastId = Math.max(this.lastId, m.id);
+  }
+
+  // firstTransient is the first element after the durable messages: the
+  // draft, then queued messages, always stay last.
+  firstTransient() {
+    if (this.draft) return this.draft.li;
+    return this.queuedEls[0] || null;
+  }
+
+  render(m) {
+    const li = h("li", { class: "msg", dataset: { role: m.role, messageId: String(m.id) } });
+    if (m.role === "tool") {
+      li.hidden = true;
+      for (const p of m.parts) this.outcome(p);
+      return li;
+    }
+    li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
+    for (const p of m.parts) {
+      if (p.type === "text") li.append(this.text(m.role, p.text));
+      else if (p.type === "reasoning") li.append(reasoning(p.text, false));
+      else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
+    }
+    if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
+      li.append(h("div", { class: "msg-usage muted" }, usageText(m.usage)));
+    }
+    return li;
+  }
+
+  text(role, text) {
+    if (role === "user") return h("div", { class: "msg-text plain" }, text);
+    const div = h("div", { class: "msg-text" });
+    div.append(renderMarkdown(text));
+    return div;
+  }
+
+  // card makes (or re-uses, for a call first seen streaming) a call's card.
+  card(id, name, args) {
+    const argsEl = h("pre", { class: "tool-args" }, pretty(args ?? {}));
+    const el = h("div", { class: "tool-card", dataset: { toolCallId: id, state: "running" } },
+      h("div", { class: "tool-head" },
+        h("span", { class: "tool-name" }, name),
+        h("span", { class: "tool-state" }),
+        h("span", { class: "tool-duration muted" }),
+      ),
+      h("details", { class: "tool-args-box", open: true }, h("summary", {}, "Arguments"), argsEl),
+    );
+    const old = this.cards.get(id);
+    this.cards.set(id, { el, name, started: old ? old.started : this.live ? performance.now() : 0 });
+    setCardState(el, "running");
+    const early = this.outcomes.get(id);
+    if (early) {
+      this.outcomes.delete(id);
+      for (const p of early) this.outcome(p);
+    }
+    return el;
+  }
+
+  // outcome applies a tool message's part to its call's card.
+  outcome(p) {
+    const c = this.cards.get(p.tool_call_id);
+    if (!c) {
+      // A result whose call is not shown (yet): keep it for the card.
+      const list = this.outcomes.get(p.tool_call_id) || [];
+      list.push(p);
+      this.outcomes.set(p.tool_call_id, list);
+      return;
+    }
+    const el = c.el;
+    if (p.type === "tool-decision") {
+      const d = p.decision || {};
+      const who = d.decided_by ? ` by ${d.decided_by}` : "";
+      const why = d.reason ? `: ${d.reason}` : "";
+      replaceIn(el, ".tool-decision", h("p", { class: "tool-decision", dataset: { approved: String(Boolean(d.approved)) } },
+        `${d.approved ? "Approved" : "Denied"}${who}${why}`));
+      if (p.args !== undefined) {
+        replaceIn(el, ".tool-edited", h("p", { class: "tool-edited muted" }, "Run with edited arguments:"), true);
+        el.querySelector(".tool-args").textContent = pretty(p.args);
+      }
+      return;
+    }
+    if (p.type !== "tool-result") return;
+    el.querySelector("progress.tool-progress")?.remove();
+    el.querySelector(".tool-progress-message")?.remove();
+    const out = h("pre", { class: p.is_error ? "tool-output tool-error" : "tool-output" }, pretty(p.output));
+    replaceIn(el, ".tool-output-box", h("div", { class: "tool-output-box" }, h("div", { class: "muted" }, p.is_error ? "Error" : "Result"), out));
+    setCardState(el, p.is_error ? "error" : "done");
+    if (this.live && c.started) {
+      el.querySelector(".tool-duration").textContent = duration(performance.now() - c.started);
+    }
+  }
+
+  // waiting marks the calls a chat waits for (client results or decisions).
+  waiting(calls) {
+    const ids = new Set((calls || []).map((c) => c.tool_call_id));
+    for (const [id, c] of this.cards) {
+      const st = c.el.dataset.state;
+      if (ids.has(id)) setCardState(c.el, "waiting");
+      else if (st === "waiting") setCardState(c.el, "running");
+    }
+  }
+
+  // progress shows a server-side call's progress report on its card.
+  progress(p) {
+    const c = this.cards.get(p.tool_call_id);
+    if (!c || c.el.dataset.state === "done" || c.el.dataset.state === "error") return;
+    let bar = c.el.querySelector("progress.tool-progress");
+    if (!bar) {
+      bar = h("progress", { class: "tool-progress", "aria-label": `Progress of ${c.name}` });
+      c.el.append(bar, h("p", { class: "tool-progress-message muted" }));
+    }
+    if (p.total) {
+      bar.max = p.total;
+      bar.value = p.progress;
+    } else {
+      bar.removeAttribute("value");
+    }
+    const msg = [p.message, p.total ? `${p.progress}/${p.total}` : `${p.progress}`].filter(Boolean).join(" · ");
+    c.el.querySelector(".tool-progress-message").textContent = msg;
+  }
+
+  // part applies one live delta of the step in progress to the draft.
+  part(messageId, p) {
+    if (p.type === "tool-progress") {
+      this.progress(p);
+      return;
+    }
+    if (this.items.has(messageId)) return; // the step's message is already shown
+    const d = this.ensureDraft(messageId);
+    if (p.type === "text-delta") {
+      const seg = d.current("text");
+      seg.text += p.text || "";
+      seg.dirty = true;
+    } else if (p.type === "reasoning-delta") {
+      const seg = d.current("reasoning");
+      seg.text += p.text || "";
+      seg.dirty = true;
+    } else if (p.type === "tool-call-start") {
+      const seg = { kind: "tool", id: p.tool_call_id, name: p.tool_name, args: "", el: null, dirty: true };
+      d.segs.push(seg);
+      d.calls.set(p.index, seg);
+    } else if (p.type === "tool-call-delta") {
+      const seg = d.calls.get(p.index);
+      if (seg) {
+        seg.args += p.text || "";
+        seg.dirty = true;
+      }
+    }
+    this.scheduleDraft();
+  }
+
+  ensureDraft(messageId) {
+    if (this.draft && this.draft.messageId !== messageId) this.dropDraft();
+    if (!this.draft) {
+      const li = h("li", { class: "msg draft", dataset: { role: "assistant" }, "aria-busy": "true" },
+        h("div", { class: "msg-role" }, "Assistant"));
+      this.ol.insertBefore(li, this.queuedEls[0] || null);
+      const segs = [];
+      this.draft = {
+        messageId, li, segs, calls: new Map(), frame: 0,
+        current(kind) {
+          const last = segs[segs.length - 1];
+          if (last && last.kind === kind) return last;
+          const seg = { kind, text: "", el: null, dirty: true };
+          segs.push(seg);
+          return seg;
+        },
+      };
+    }
+    return this.draft;
+  }
+
+  // scheduleDraft renders the draft at most once per frame: Markdown is
+  // parsed again for the whole text, so not for every delta.
+  scheduleDraft() {
+    const d = this.draft;
+    if (!d || d.frame) return;
+    d.frame = requestAnimationFrame(() => {
+      d.frame = 0;
+      if (this.draft === d) this.renderDraft(d);
+    });
+  }
+
+  renderDraft(d) {
+    for (const seg of d.segs) {
+      if (!seg.dirty) continue;
+      seg.dirty = false;
+      let el;
+      if (seg.kind === "text") {
+        el = h("div", { class: "msg-text" });
+        el.append(renderMarkdown(seg.text, { streaming: true }));
+      } else if (seg.kind === "reasoning") {
+        el = reasoning(seg.text, true);
+        if (seg.el) el.open = seg.el.open;
+      } else {
+        el = h("div", { class: "tool-card", dataset: { toolCallId: seg.id, state: "running" } },
+          h("div", { class: "tool-head" }, h("span", { class: "tool-name" }, seg.name), h("span", { class: "tool-state" }, "writing…")),
+          h("pre", { class: "tool-args" }, seg.args));
+      }
+      if (seg.el) seg.el.replaceWith(el);
+      else d.li.append(el);
+      seg.el = el;
+    }
+  }
+
+  // dropDraft removes the draft: its message arrived, or the stream
+  // reconnected and the server sends the step's parts again from the start.
+  dropDraft() {
+    if (!this.draft) return;
+    cancelAnimationFrame(this.draft.frame);
+    this.draft.li.remove();
+    this.draft = null;
+  }
+
+  // queued shows the messages waiting in the chat's queue, after the rest.
+  queued(list) {
+    for (const el of this.queuedEls) el.remove();
+    this.queuedEls = list.map((q) => h("li", { class: "msg queued", dataset: { role: "user", queuedId: String(q.id) } },
+      h("div", { class: "msg-role" }, "You ", h("span", { class: "queued-label" }, "queued")),
+      h("div", { class: "msg-text plain" }, q.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n"))));
+    this.ol.append(...this.queuedEls);
+  }
+}
+
+function reasoning(text, open) {
+  return h("details", { class: "reasoning", open },
+    h("summary", {}, "Reasoning"),
+    h("div", { class: "reasoning-text" }, text));
+}
+
+function setCardState(el, state) {
+  el.dataset.state = state;
+  const words = { running: "running…", waiting: "waiting for you", done: "done", error: "error" };
+  el.querySelector(".tool-state").textContent = words[state] || state;
+}
+
+function replaceIn(el, sel, node, onlyIfMissing) {
+  const old = el.querySelector(sel);
+  if (old && onlyIfMissing) return;
+  if (old) old.replaceWith(node);
+  else el.append(node);
+}
+
+function duration(ms) {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function usageText(u) {
+  const parts = [`${u.input_tokens || 0} in / ${u.output_tokens || 0} out tokens`];
+  if (u.cost_micros) parts.push(`cost ${(u.cost_micros / 1e6).toFixed(4)}`);
+  return parts.join(" · ");
+}

@@ -1,0 +1,93 @@
+// The "New chat" dialog: model, title, system prompt, first message, and
+// the chat's tools (server-side globs, approvals, dynamic tools as JSON).
+
+import { $, globs, setError } from "./dom.js";
+
+export class NewChatDialog {
+  constructor(api, hooks) {
+    this.api = api;
+    this.hooks = hooks;
+    this.dialog = $("#new-chat-dialog");
+    this.form = $("#new-chat-form");
+    $("#new-chat").addEventListener("click", () => this.open());
+    $("#new-cancel").addEventListener("click", () => this.dialog.close());
+    this.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.create();
+    });
+  }
+
+  async open() {
+    setError($("#new-chat-error"), "");
+    this.dialog.showModal();
+    $("#new-message").focus();
+    try {
+      const [models, tools] = await Promise.all([this.api.get("/api/v1/models"), this.api.get("/api/v1/tools")]);
+      const select = $("#new-model");
+      const keep = select.value;
+      select.replaceChildren(...models.models.map((m) => {
+        const o = document.createElement("option");
+        o.value = m.name;
+        o.textContent = m.default ? `${m.name} (default)` : m.name;
+        o.selected = keep ? m.name === keep : Boolean(m.default);
+        return o;
+      }));
+      const names = (tools.tools || []).map((t) => t.name);
+      $("#new-tools-list").textContent = names.length ? `Server-side tools: ${names.join(", ")}` : "This server has no server-side tools.";
+    } catch (err) {
+      setError($("#new-chat-error"), `Could not load the models and tools: ${err.message}`);
+    }
+  }
+
+  // body builds the request from the form, or throws with what is wrong.
+  body() {
+    const b = {};
+    const model = $("#new-model").value;
+    if (model) b.model = model;
+    const title = $("#new-title").value.trim();
+    if (title) b.title = title;
+    const system = $("#new-system").value;
+    if (system.trim()) b.system_prompt = system;
+    const message = $("#new-message").value;
+    if (message.trim()) b.message = message;
+    const tools = $("#new-tools").value.trim();
+    if (tools) b.tools = globs(tools);
+    const approve = $("#new-approve").value.trim();
+    if (approve) b.approve = globs(approve);
+    const dyn = $("#new-dynamic-tools").value.trim();
+    if (dyn) {
+      let parsed;
+      try {
+        parsed = JSON.parse(dyn);
+      } catch (err) {
+        throw new Error(`Dynamic tools: not valid JSON (${err.message}).`);
+      }
+      if (!Array.isArray(parsed)) throw new Error("Dynamic tools: want a JSON array of tool declarations.");
+      b.dynamic_tools = parsed;
+    }
+    return b;
+  }
+
+  async create() {
+    let body;
+    try {
+      body = this.body();
+    } catch (err) {
+      setError($("#new-chat-error"), err.message);
+      return;
+    }
+    const button = $("#new-create");
+    button.disabled = true;
+    try {
+      const c = await this.api.post("/api/v1/chats", body);
+      this.form.reset();
+      this.dialog.close();
+      this.hooks.onCreated(c);
+    } catch (err) {
+      const field = err.details && err.details.field ? ` (${err.details.field})` : "";
+      setError($("#new-chat-error"), `${err.message}${field}`);
+    } finally {
+      button.disabled = false;
+    }
+  }
+}

@@ -1,0 +1,26 @@
+// Chat statuses as people read them.
+
+import { h } from "./dom.js";
+
+const words = {
+  waiting: "waiting",
+  pending: "pending",
+  running: "running",
+  requires_action: "action required",
+  error: "error",
+};
+
+export function statusText(s) {
+  return words[s] || s || "";
+}
+
+// statusBadge is the small coloured label of a status.
+export function statusBadge(s) {
+  return h("span", { class: "status-badge", dataset: { status: s } }, statusText(s));
+}
+
+// busy says whether a run is under way or waits: a new message queues, and
+// Stop has something to stop.
+export function busy(s) {
+  return s === "pending" || s === "running" || s === "requires_action";
+}
