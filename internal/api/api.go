@@ -1,7 +1,7 @@
 // Package api serves parley's HTTP API: the chat routes under /api/v1, the
 // owner's event feed over Server-Sent Events, and the unauthenticated
 // /healthz, /readyz and /metrics, and mounts the OpenAI-compatible facade
-// (internal/facade) under /v1/.
+// (internal/facade) under /v1/ and the web UI (internal/webui) at /.
 //
 // Handlers decode and check the request, call the service, and write JSON.
 // Every error becomes the body {"error": {"code", "message", "details"}} in

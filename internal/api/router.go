@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/parleyhq/parley/internal/facade"
+	"github.com/parleyhq/parley/internal/webui"
 )
 
 // handler is an HTTP handler that returns its error, answered in one place.
@@ -38,6 +39,15 @@ func (a *api) register() {
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true
 	a.mux.Handle(facade.Prefix, a.facade)
+
+	// The web UI, on its own paths rather than on "GET /": that would
+	// conflict with the facade's method-less /v1/, and every other path
+	// keeps the API's error body (an unknown /api/ route is a JSON 404).
+	ui := webui.Handler()
+	for _, p := range webui.Patterns() {
+		a.routes[p] = true
+		a.mux.Handle(p, ui)
+	}
 }
 
 // handle installs h on pattern and records the pattern as a route label.
