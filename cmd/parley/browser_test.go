@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/testutil/notice"
+)
+
+// The browser tests drive the web UI of a real "parley serve" in headless
+// Chromium, with an OpenAI-compatible fake as the only model. The browser
+// comes from PARLEY_TEST_CHROMIUM.
+
+// browserTimeout bounds each browser test: every wait of the test shares it.
+const browserTimeout = 40 * time.Second
+
+// Viewport sizes: a desktop window, and a phone held upright.
+var (
+	desktop = viewport{1280, 900}
+	phone   = viewport{390, 844}
+)
+
+type viewport struct{ width, height int }
+
+// browser is one headless Chromium with one tab, for one test. It records
+// what the page reports as an error (uncaught exceptions, console.error and
+// console.assert calls, error entries of the browser log, security entries
+// such as CSP violations) and fails the test with them at its end.
+type browser struct {
+	t   *testing.T
+	tab context.Context // the tab, until the test ends
+	ctx context.Context // the tab, until the test's deadline
+
+	mu       sync.Mutex
+	done     bool             // the test ended: record nothing more
+	problems []string         // what the page reported as errors
+	allowed  []*regexp.Regexp // problems a test expects (see allow)
+}
+
+// newBrowser starts Chromium with a fresh profile and opens a tab of size
+// vp. Everything is stopped when the test ends, the browser process
+// included (the allocator's cancel waits for it).
+func newBrowser(t *testing.T, vp viewport) *browser {
+	t.Helper()
+	exe := notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(vp.width, vp.height),
+	)
+	b := &browser{t: t}
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx,
+		chromedp.WithListener(b.listen),
+		chromedp.WithErrorf(b.logf),
+		chromedp.WithLogf(b.logf),
+	)
+	ctx, cancelCtx := context.WithTimeout(tabCtx, browserTimeout)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelTab()
+		cancelAlloc()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.done = true
+		for _, p := range b.problems {
+			t.Errorf("the page reported: %s", p)
+		}
+	})
+	// The first action starts the browser; it is bound to tabCtx, which
+	// lives until the cleanup, not to the test's deadline.
+	if err := chromedp.Do(tabCtx); err != nil {
+		t.Fatalf("start %s: %v", exe, err)
+	}
+	b.tab, b.ctx = tabCtx, ctx
+	if vp != desktop {
+		b.do("emulate the viewport", chromedp.EmulateViewport(int64(vp.width), int64(vp.height)))
+	}
+	return b
+}
+
+// logf logs what chromedp says, until the test ends.
+func (b *browser) logf(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.done {
+		b.t.Logf("chromedp: "+format, args...)
+	}
+}
+
+// allow lets the page report problems matching re without failing the
+// test: a test that provokes an error (a refused token) allows the
+// browser's own line about it, and nothing else.
+func (b *browser) allow(re string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.allowed = append(b.allowed, regexp.MustCompile(re))
+}
+
+// listen runs in the tab's event loop: it only records.
+func (b *browser) listen(ev any) {
+	var p string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		p = "uncaught exception: " + exceptionText(ev.ExceptionDetails)
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		var args []string
+		for _, a := range ev.Args {
+			if len(a.Value) > 0 {
+				args = append(args, string(a.Value))
+			} else {
+				args = append(args, a.Description)
+			}
+		}
+		p = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
+	case *log.EventEntryAdded:
+		e := ev.Entry
+		if e.Level != log.EntryLevelError && e.Source != log.EntrySourceSecurity {
+			return
+		}
+		p = fmt.Sprintf("browser log (%s, %s): %s %s", e.Source, e.Level, e.Text, e.URL)
+	default:
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	for _, re := range b.allowed {
+		if re.MatchString(p) {
+			b.t.Logf("the page reported, as the test expects: %s", p)
+			return
+		}
+	}
+	b.problems = append(b.problems, p)
+}
+
+// exceptionText is the message of an exception and where it was thrown.
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d == nil {
+		return "(no details)"
+	}
+	s := d.Text
+	if d.Exception != nil && d.Exception.Description != "" {
+		s += " " + d.Exception.Description
+	}
+	return fmt.Sprintf("%s (%s:%d:%d)", s, d.URL, d.LineNumber+1, d.ColumnNumber+1)
+}
+
+// do runs actions, failing the test with what was being done.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.fail("%s: %v", what, err)
+	}
+}
+
+// fail stops the test, with a screenshot and the page's HTML saved for
+// the reader.
+func (b *browser) fail(format string, args ...any) {
+	b.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	// The test's context may be what ran out: give the evidence its own.
+	ctx, cancel := context.WithTimeout(b.tab, 5*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+		msg += "\nscreenshot: " + saveArtifact(b.t, "failure.png", png)
+	}
+	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
+		msg += "\npage: " + saveArtifact(b.t, "failure.html", []byte(html))
+	}
+	b.mu.Lock()
+	for _, p := range b.problems {
+		msg += "\nthe page reported: " + p
+	}
+	b.mu.Unlock()
+	b.t.Fatal(msg)
+}
+
+// navigate loads url and waits until the page's DOM is ready.
+func (b *browser) navigate(url string) {
+	b.t.Helper()
+	b.do("navigate to "+url, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// visible waits until the element sel matches is visible.
+func (b *browser) visible(sel string) {
+	b.t.Helper()
+	b.do("wait for "+sel+" to be visible", chromedp.WaitVisible(chromedp.CSS(sel)))
+}
+
+// click waits until sel is visible and clicks it.
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.do("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// typeInto types text into the element sel matches, as keystrokes ("\r"
+// is Enter).
+func (b *browser) typeInto(sel, text string) {
+	b.t.Helper()
+	b.do("type into "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// replaceValue sets the value of the field sel matches, as a paste over
+// its whole content does: the field then fires input and change.
+func (b *browser) replaceValue(sel, value string) {
+	b.t.Helper()
+	b.visible(sel)
+	expr := fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		el.focus();
+		el.value = %s;
+		el.dispatchEvent(new Event("input", {bubbles: true}));
+		el.dispatchEvent(new Event("change", {bubbles: true}));
+	})()`, jsString(sel), jsString(value))
+	b.do("set the value of "+sel, chromedp.Evaluate[chromedp.Void](expr))
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// count is how many elements sel matches now.
+func (b *browser) count(sel string) int {
+	b.t.Helper()
+	return eval[int](b, fmt.Sprintf(`document.querySelectorAll(%s).length`, jsString(sel)))
+}
+
+// text is the text content of the first element sel matches now, "" if
+// none does.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%s)?.textContent ?? ""`, jsString(sel)))
+}
+
+// waitJS waits until the JavaScript expression cond is true in the page,
+// checking at every DOM change (and every 100 ms, for state outside the
+// DOM), and fails the test at the deadline with what and the value of
+// show, an expression telling what the page has instead.
+//
+// The check runs in the page as a promise evaluated through the DevTools
+// protocol, so the page's Content-Security-Policy does not apply to it
+// (chromedp.Poll builds its predicate with new Function, which a policy
+// without 'unsafe-eval' refuses). A reload destroys the promise; the wait
+// starts again in the new document.
+func (b *browser) waitJS(what, cond, show string) {
+	b.t.Helper()
+	expr := fmt.Sprintf(`new Promise((resolve) => {
+		const check = () => { try { return !!(%s); } catch (e) { return false; } };
+		if (check()) { resolve(true); return; }
+		const done = () => { obs.disconnect(); clearInterval(timer); resolve(true); };
+		const obs = new MutationObserver(() => { if (check()) done(); });
+		obs.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+		const timer = setInterval(() => { if (check()) done(); }, 100);
+	})`, cond)
+	for {
+		_, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](expr, chromedp.EvalAwaitPromise))
+		if err == nil {
+			return
+		}
+		if b.ctx.Err() != nil {
+			break
+		}
+		var exc *chromedp.ExceptionError
+		if errors.As(err, &exc) || !documentGone.MatchString(err.Error()) {
+			b.fail("wait for %s: %v", what, err)
+		}
+		// The document went away under the promise (a reload): wait in
+		// the new one, once it is there.
+		if err := chromedp.Do(b.ctx, chromedp.WaitReady(chromedp.CSS("body"))); err != nil {
+			break
+		}
+	}
+	got := "?"
+	ctx, cancel := context.WithTimeout(b.tab, 5*time.Second)
+	defer cancel()
+	if show != "" {
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](show)); err == nil {
+			got = string(v)
+		} else {
+			got = err.Error()
+		}
+	}
+	b.fail("%s: not so within %s; the page has %s", what, browserTimeout, got)
+}
+
+// documentGone matches the errors of an evaluation whose document went
+// away under it.
+var documentGone = regexp.MustCompile(`(?i)execution context|context was destroyed|promise was collected|target closed|inspected target navigated`)
+
+// waitText waits until the text content of the first element sel matches
+// satisfies want (a JavaScript expression over the string t).
+func (b *browser) waitText(what, sel, want string) {
+	b.t.Helper()
+	q := fmt.Sprintf(`document.querySelector(%s)`, jsString(sel))
+	b.waitJS(what, fmt.Sprintf(`((t) => t !== null && (%s))(%s?.textContent ?? null)`, want, q),
+		fmt.Sprintf(`%s?.textContent ?? "(no %s)"`, q, strings.ReplaceAll(sel, `"`, `'`)))
+}
+
+// waitCount waits until sel matches exactly n elements.
+func (b *browser) waitCount(what, sel string, n int) {
+	b.t.Helper()
+	q := fmt.Sprintf(`document.querySelectorAll(%s).length`, jsString(sel))
+	b.waitJS(what, fmt.Sprintf(`%s === %d`, q, n), q)
+}
+
+// waitGone waits until sel matches nothing.
+func (b *browser) waitGone(what, sel string) {
+	b.t.Helper()
+	b.waitCount(what, sel, 0)
+}
+
+// screenshot saves a full-page PNG named after the test and scenario.
+func (b *browser) screenshot(scenario string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		b.fail("screenshot %s: %v", scenario, err)
+	}
+	b.t.Logf("screenshot %s: %s", scenario, saveArtifact(b.t, scenario+".png", png))
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// saveArtifact writes data as <test>-<name> into $PARLEY_TEST_SCREENSHOTS
+// (created if missing), or into a directory of the test's, and returns the
+// path.
+func saveArtifact(t *testing.T, name string, data []byte) string {
+	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("screenshot directory: %v", err)
+		return ""
+	}
+	path := filepath.Join(dir, unsafeName.ReplaceAllString(t.Name()+"-"+name, "_"))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Errorf("save %s: %v", path, err)
+	}
+	return path
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// uiServer is a "parley serve" whose only model is an OpenAI-compatible
+// fake, for the browser tests.
+type uiServer struct {
+	*server
+	fake *llmtest.OpenAIChat
+	link string // the sign-in link serve printed: http://ADDR/#token=...
+}
+
+// startUI starts serve on a fresh SQLite database with the fake as its
+// model. When the test ends, after the browser is gone (it is started
+// later, so stopped first), the server is stopped with SIGTERM and must
+// exit 0, and the histories it wrote are checked.
+func startUI(t *testing.T) *uiServer {
+	t.Helper()
+	fake := llmtest.NewOpenAIChat(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`default_model: fake
+models:
+  - name: fake
+    provider: openai
+    model: gpt-test
+    base_url: %s
+    api_key_env: %s
+`, fake.URL, fakeKeyEnv)
+	path := filepath.Join(dir, "parley.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	// Registered before the server's own cleanup, so it runs after it.
+	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", path, "--data-dir", dataDir)
+	if s.token == "" {
+		t.Fatalf("serve printed no admin token\nstdout:\n%s", s.stdout)
+	}
+	l, ok := s.stdout.waitLine("web UI: ", s.exited)
+	if !ok {
+		t.Fatalf("serve printed no web UI link\nstdout:\n%s", s.stdout)
+	}
+	u := &uiServer{server: s, fake: fake, link: strings.TrimPrefix(l, "web UI: ")}
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+			return // a failed start; its own cleanup reports nothing more
+		default:
+		}
+		if code := s.stop(); code != 0 {
+			t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+		}
+	})
+	return u
+}
+
+// createChat creates a chat through the API, as another client would, and
+// returns its id. body is the JSON of POST /api/v1/chats; give it a title,
+// or the model is also asked for one, which the scripted turns do not
+// expect.
+func (u *uiServer) createChat(t *testing.T, body string) string {
+	t.Helper()
+	code, res := do(t, http.MethodPost, u.url+"/api/v1/chats", u.token, body)
+	var c chat.Chat
+	if code != http.StatusCreated || json.Unmarshal([]byte(res), &c) != nil || c.ID == "" {
+		t.Fatalf("create chat %s: %d %s", body, code, res)
+	}
+	return c.ID
+}
+
+// chatURL is the UI's address of a chat.
+func (u *uiServer) chatURL(id string) string { return u.url + "/#/chats/" + id }
+
+// signIn loads the sign-in link and waits until the UI is signed in.
+func (b *browser) signIn(u *uiServer) {
+	b.t.Helper()
+	b.navigate(u.link)
+	b.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`,
+		`document.body.outerHTML.slice(0, 300)`)
+}
+
+// openChat signs in and opens the chat id.
+func (b *browser) openChat(u *uiServer, id string) {
+	b.t.Helper()
+	b.signIn(u)
+	b.navigate(u.chatURL(id))
+	b.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, id))
+}
+
+// modelRequest is the part of a Chat Completions request the tests read.
+type modelRequest struct {
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+	} `json:"messages"`
+}
+
+// modelRequests decodes what the fake received so far.
+func modelRequests(t *testing.T, fake *llmtest.OpenAIChat) []modelRequest {
+	t.Helper()
+	var out []modelRequest
+	for i, r := range fake.Requests() {
+		var m modelRequest
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("model request %d: %v\n%s", i+1, err, r.Body)
+		}
+		out = append(out, m)
+	}
+	return out
+}
