@@ -24,10 +24,11 @@ const adminTokenRecord = "admin.token.database"
 
 // bootstrapAdmin creates the owner "admin" when the database has no owner
 // yet, saves its token to <data-dir>/admin.token (mode 0600), records which
-// database it belongs to in admin.token.database, and prints it once. On a
-// database that has owners it does nothing. It refuses, before creating
-// the admin, to replace an admin.token of another database.
-func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *database) error {
+// database it belongs to in admin.token.database, and prints it once, with
+// a link that signs the web UI at url in with it. On a database that has
+// owners it does nothing. It refuses, before creating the admin, to replace
+// an admin.token of another database.
+func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *database, url string) error {
 	path := filepath.Join(cfg.DataDir, adminTokenFile)
 	record := filepath.Join(cfg.DataDir, adminTokenRecord)
 	if err := checkTokenFile(ctx, path, record, db); err != nil {
@@ -45,6 +46,9 @@ func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *databas
 		saved = "NOT saved to a file, copy it now"
 	}
 	fmt.Fprintf(a.stdout, "admin token: %s\n  (created owner %q; the token is shown only this once; %s)\n", plain, auth.AdminOwner, saved)
+	// The token goes in the fragment, which browsers never send to the
+	// server (nor put in a Referer); the page takes it from there.
+	fmt.Fprintf(a.stdout, "web UI: %s/#token=%s\n", url, plain)
 	return nil
 }
 

@@ -23,8 +23,9 @@ import (
 func newServeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the HTTP API server",
-		Long: `Run the parley HTTP API server until SIGINT or SIGTERM.
+		Short: "Run the HTTP API server and the web UI",
+		Long: `Run the parley HTTP API server until SIGINT or SIGTERM. It also serves
+the web UI at /, which uses the API with an API token.
 
 serve first checks what a setting can break, before it touches the
 database: it binds the listen address, loads the tools (Lua sources; MCP
@@ -33,9 +34,13 @@ start that fails leaves nothing behind. It then applies any missing database
 migrations and, on a database with no owner at all, creates the owner
 "admin", prints its token once and saves it to <data-dir>/admin.token
 (mode 0600), unless that file holds the token of another database: then it
-stops and says so. It then prints the address it listens on, once ("parley
-listening on http://ADDR"; a wildcard host as 127.0.0.1): with --listen
-127.0.0.1:0 it is the port the system picked.
+stops and says so. With the token it prints a link that opens the web UI
+signed in ("web UI: http://ADDR/#token=TOKEN"; the token is in the URL
+fragment, which the browser does not send to the server). It then prints the
+address it listens on, once ("parley listening on http://ADDR"; a wildcard
+host as 127.0.0.1): with --listen 127.0.0.1:0 it is the port the system
+picked. Opening that address shows the web UI's sign-in form, which takes an
+API token (the admin's, or one from "parley token create").
 
 On SQLite (the default: sqlite://<data-dir>/parley.db) only one serve process
 may use a database file: a second one refuses to start. To run several
@@ -110,7 +115,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	defer db.Close()
 	a.log.Info("database ready", "database", db.describe())
 
-	if err := bootstrapAdmin(ctx, a, cfg, db); err != nil {
+	if err := bootstrapAdmin(ctx, a, cfg, db, openableURL(ln.Addr())); err != nil {
 		return err
 	}
 

@@ -11,9 +11,10 @@ import (
 )
 
 // TestServeSQLite walks the embedded default from first start to restart:
-// the admin token printed once and saved 0600, health and an authenticated
-// request, a second server refused, a graceful SIGTERM with an event stream
-// open, and a restart that creates no second admin token.
+// the admin token printed once and saved 0600 with the web UI's sign-in
+// link, health and an authenticated request, a second server refused, a
+// graceful SIGTERM with an event stream open, and a restart that creates no
+// second admin token and prints no link.
 func TestServeSQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -22,8 +23,17 @@ func TestServeSQLite(t *testing.T) {
 	if !strings.HasPrefix(s.token, "prl_") {
 		t.Fatalf("no admin token printed\nstdout:\n%s", s.stdout)
 	}
-	if n := strings.Count(s.stdout.String(), s.token); n != 1 {
-		t.Errorf("the admin token appears %d times on stdout, want once", n)
+	// Once on its line and once in the link that follows it.
+	link := "web UI: " + s.url + "/#token=" + s.token + "\n"
+	if n := strings.Count(s.stdout.String(), s.token); n != 2 {
+		t.Errorf("the admin token appears %d times on stdout, want twice (its line and the link)", n)
+	}
+	if _, after, ok := strings.Cut(s.stdout.String(), "admin token: "+s.token+"\n"); !ok ||
+		!strings.HasPrefix(after, "  (created owner") || !strings.Contains(after, "\n"+link+"parley listening on "+s.url+"\n") {
+		t.Errorf("stdout should be the admin token's lines, then %q, then the address:\n%s", link, s.stdout)
+	}
+	if code, page := get(t, s.url+"/", ""); code != http.StatusOK || !strings.Contains(page, "<html") {
+		t.Errorf("GET / (the web UI) = %d %.100s", code, page)
 	}
 	dataDir := filepath.Join(dir, "parley-data")
 	checkMode(t, dataDir, 0o700)
@@ -75,8 +85,8 @@ func TestServeSQLite(t *testing.T) {
 
 	// A restart finds the admin and creates no second token.
 	again := startServe(t, dir, nil)
-	if again.token != "" || strings.Contains(again.stdout.String(), "admin token") {
-		t.Errorf("restart printed an admin token again:\n%s", again.stdout)
+	if again.token != "" || strings.Contains(again.stdout.String(), "admin token") || strings.Contains(again.stdout.String(), "web UI:") {
+		t.Errorf("restart printed an admin token or its link again:\n%s", again.stdout)
 	}
 	if got := readTrim(t, tokenFile); got != s.token {
 		t.Errorf("restart changed admin.token to %q", got)
