@@ -45,10 +45,10 @@ export class ActionPanel {
     const tools = new Map((c.dynamic_tools || []).map((t) => [t.name, t]));
     const client = calls.filter((t) => (t.kind || "client") === "client");
     const approvals = calls.filter((t) => t.kind === "approval");
-    this.callsEl.replaceChildren(
-      client.length ? this.clientForm(c.id, client, tools) : null,
-      approvals.length ? this.approvalForms(c.id, approvals) : null,
-    );
+    const forms = [];
+    if (client.length) forms.push(this.clientForm(c.id, client, tools));
+    if (approvals.length) forms.push(this.approvalForms(c.id, approvals));
+    this.callsEl.replaceChildren(...forms);
     this.deadline(ra.deadline);
     show(this.section, true);
   }

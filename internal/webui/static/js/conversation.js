@@ -22,6 +22,22 @@ export class Conversation {
     this.actions = new ActionPanel(api);
     this.queue = []; // queued messages this page sent, until they reach the history
     this.wire();
+    this.stickToBottom();
+  }
+
+  // stickToBottom keeps the newest content in view while the reader is at
+  // the bottom; scrolling up to read stops it until they scroll back.
+  stickToBottom() {
+    const scroller = $("#chat-scroll");
+    this.stick = true;
+    scroller.addEventListener("scroll", () => {
+      this.stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
+    });
+    const follow = new ResizeObserver(() => {
+      if (this.stick) scroller.scrollTop = scroller.scrollHeight;
+    });
+    follow.observe($("#messages"));
+    follow.observe($("#action"));
   }
 
   wire() {
@@ -72,6 +88,7 @@ export class Conversation {
     if (id === this.id) return;
     this.close();
     this.id = id;
+    this.stick = true;
     const main = $("#chat");
     main.dataset.chatId = id;
     show(main, true);

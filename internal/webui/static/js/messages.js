@@ -134,10 +134,10 @@ export class MessageView {
 
   // waiting marks the calls a chat waits for (client results or decisions).
   waiting(calls) {
-    const ids = new Set((calls || []).map((c) => c.tool_call_id));
+    const kinds = new Map((calls || []).map((c) => [c.tool_call_id, c.kind || "client"]));
     for (const [id, c] of this.cards) {
       const st = c.el.dataset.state;
-      if (ids.has(id)) setCardState(c.el, "waiting");
+      if (kinds.has(id)) setCardState(c.el, "waiting", kinds.get(id) === "approval" ? "waiting for approval" : "waiting for your result");
       else if (st === "waiting") setCardState(c.el, "running");
     }
   }
@@ -270,10 +270,10 @@ function reasoning(text, open) {
     h("div", { class: "reasoning-text" }, text));
 }
 
-function setCardState(el, state) {
+function setCardState(el, state, words) {
   el.dataset.state = state;
-  const words = { running: "running…", waiting: "waiting for you", done: "done", error: "error" };
-  el.querySelector(".tool-state").textContent = words[state] || state;
+  const say = { running: "running…", waiting: "waiting", done: "done", error: "error" };
+  el.querySelector(".tool-state").textContent = words || say[state] || state;
 }
 
 function replaceIn(el, sel, node, onlyIfMissing) {
