@@ -369,3 +369,35 @@ func TestCreateChatRequestTools(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputSchema declares a tool with an output_schema: the chat shows it,
+// a result that fails it is refused with invalid_output, and one that
+// satisfies it is taken.
+func TestOutputSchema(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	c, ctx := s.client(), testCtx(t)
+	tool := weatherTool
+	tool.OutputSchema = json.RawMessage(`{"type":"object","properties":{"temp_c":{"type":"number"}},"required":["temp_c"]}`)
+	ch, err := c.CreateChat(ctx, client.CreateChatRequest{DynamicTools: []client.DynamicTool{tool},
+		Message: `/call get_weather {"city":"Paris"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if len(ch.DynamicTools) != 1 || json.Unmarshal(ch.DynamicTools[0].OutputSchema, &got) != nil ||
+		json.Unmarshal(tool.OutputSchema, &want) != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("dynamic_tools %+v, want the output_schema as declared", ch.DynamicTools)
+	}
+	ch = waitStatus(t, c, ch.ID, client.StatusRequiresAction)
+	id := ch.RequiredAction.ToolCalls[0].ToolCallID
+
+	_, err = c.SubmitToolResults(ctx, ch.ID, []client.ToolResult{client.TextResult(id, "sunny")})
+	if ae := apiError(t, err, http.StatusBadRequest, "invalid_output"); ae.Details["tool_call_id"] != id || ae.Details["error"] == "" {
+		t.Errorf("invalid_output details %+v", ae.Details)
+	}
+	after, err := c.SubmitToolResults(ctx, ch.ID, []client.ToolResult{{ToolCallID: id, Output: json.RawMessage(`{"temp_c":21}`)}})
+	if err != nil || after.Status != client.StatusPending {
+		t.Fatalf("submit: %+v, %v", after, err)
+	}
+}

@@ -81,11 +81,16 @@ type ToolCall struct {
 func (c ToolCall) NeedsApproval() bool { return c.Kind == ActionApproval }
 
 // DynamicTool declares a tool the client runs itself. InputSchema is a JSON
-// Schema of an object.
+// Schema of an object: the model's arguments. OutputSchema, optional, is a
+// JSON Schema of any value: the server refuses a result whose output fails
+// it (an APIError with code "invalid_output"; error results are not
+// checked), and the web UI builds its answer form from it. The model does
+// not see it.
 type DynamicTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // Usage counts tokens and cost (in micro-units of the price's currency).

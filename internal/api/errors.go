@@ -40,6 +40,7 @@ func toAPIError(err error) *apiError {
 		sc   *store.StatusConflictError
 		ids  *service.IDMismatchError
 		args *service.ArgsError
+		out  *service.OutputError
 		ut   *service.UnavailableToolError
 	)
 	switch {
@@ -72,6 +73,9 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &args):
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_args", Message: args.Error(),
 			Details: map[string]any{"tool_call_id": args.ToolCallID}}
+	case errors.As(err, &out):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_output", Message: out.Error(),
+			Details: map[string]any{"tool_call_id": out.ToolCallID, "error": out.Err.Error()}}
 	case errors.As(err, &ids):
 		code := "invalid_tool_results"
 		if ids.Kind == chat.ActionApproval {

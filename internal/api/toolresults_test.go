@@ -2,24 +2,35 @@ package api_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
 // waitingForTools makes a chat that waits in requires_action for two dynamic
 // calls (d1, d2); the server-side call s1 of the same step has its result.
 func waitingForTools(s *server, tok string) chat.Chat {
 	s.t.Helper()
-	c := s.createChat(tok, map[string]any{"message": "weather?", "dynamic_tools": []map[string]any{
+	return waitingWith(s, tok, []map[string]any{
 		{"name": "get_weather", "description": "w", "input_schema": map[string]any{"type": "object"}},
 		{"name": "get_time", "description": "t", "input_schema": map[string]any{"type": "object"}},
-	}})
+	})
+}
+
+// waitingWith is waitingForTools with the chat's dynamic tools declared as
+// given (get_weather and get_time, in that order).
+func waitingWith(s *server, tok string, tools []map[string]any) chat.Chat {
+	s.t.Helper()
+	c := s.createChat(tok, map[string]any{"message": "weather?", "dynamic_tools": tools})
 	call := func(id, name string) chat.Part {
 		return chat.Part{Type: chat.PartToolCall, ToolCallID: id, ToolName: name, Args: json.RawMessage(`{}`)}
 	}
@@ -171,4 +182,149 @@ func TestToolResultsFirstPostWins(t *testing.T) {
 	if results != 2 {
 		t.Fatalf("%d results for d1/d2 in the history, want 2", results)
 	}
+}
+
+// TestToolResultsOutputSchemaAtCreation checks that a dynamic tool's
+// output_schema is validated at creation like its input_schema, except that
+// it may describe any value, and that it is kept as declared.
+func TestToolResultsOutputSchemaAtCreation(t *testing.T) {
+	s := newSQLite(t)
+	tok := s.token("alice")
+	body := func(output string) string {
+		return `{"dynamic_tools":[{"name":"ok","input_schema":{"type":"object"}},` +
+			`{"name":"t","description":"d","input_schema":{"type":"object"},"output_schema":` + output + `}]}`
+	}
+	big := `{"type":"string","description":"` + strings.Repeat("x", s.cfg.Limits.MaxToolSchemaBytes) + `"}`
+	refused := []struct{ name, schema, want string }{
+		{"invalid schema", `{"type":12}`, "is not a valid JSON Schema"},
+		{"an array", `[{"type":"string"}]`, "must be a JSON object (or true or false)"},
+		{"remote ref", `{"$ref":"http://example.com/s.json"}`, `external $ref "http://example.com/s.json" is not allowed`},
+		{"too big", big, "bytes, at most"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			e := s.do("POST", "/api/v1/chats", tok, body(tc.schema)).expectError(t, http.StatusBadRequest, "invalid_field")
+			if e.Error.Details["field"] != "dynamic_tools[1].output_schema" || !strings.Contains(e.Error.Message, tc.want) {
+				t.Fatalf("details %v, message %q; want field dynamic_tools[1].output_schema and %q", e.Error.Details, e.Error.Message, tc.want)
+			}
+		})
+	}
+	if l := s.listChats(tok, "?archived=any"); len(l.Chats) != 0 {
+		t.Fatalf("refused creates wrote %d chats", len(l.Chats))
+	}
+
+	// A schema of a string is fine, kept as declared; null is none.
+	var c chat.Chat
+	s.do("POST", "/api/v1/chats", tok, `{"dynamic_tools":[{"name":"a","input_schema":{"type":"object"},"output_schema":{"type":"string","maxLength":5}},`+
+		`{"name":"b","input_schema":{"type":"object"},"output_schema":null},{"name":"c","input_schema":{"type":"object"}}]}`).
+		expect(t, http.StatusCreated, &c)
+	var got struct {
+		DynamicTools []map[string]any `json:"dynamic_tools"`
+	}
+	s.do("GET", "/api/v1/chats/"+c.ID, tok, nil).expect(t, http.StatusOK, &got)
+	if len(got.DynamicTools) != 3 {
+		t.Fatalf("dynamic_tools %v", got.DynamicTools)
+	}
+	if want := map[string]any{"type": "string", "maxLength": 5.0}; !reflect.DeepEqual(got.DynamicTools[0]["output_schema"], want) {
+		t.Errorf("output_schema %v, want %v", got.DynamicTools[0]["output_schema"], want)
+	}
+	for _, tl := range got.DynamicTools[1:] {
+		if _, ok := tl["output_schema"]; ok {
+			t.Errorf("tool %v: want no output_schema field", tl)
+		}
+	}
+	// The limit is per schema: both of one tool may come close to it.
+	near := func(typ string) string {
+		prefix := `{"type":"` + typ + `","description":"`
+		return prefix + strings.Repeat("x", s.cfg.Limits.MaxToolSchemaBytes-len(prefix)-2) + `"}`
+	}
+	s.do("POST", "/api/v1/chats", tok, `{"dynamic_tools":[{"name":"a","input_schema":`+near("object")+`,"output_schema":`+near("string")+`}]}`).
+		expect(t, http.StatusCreated, nil)
+}
+
+// TestToolResultsOutputSchema checks results against their tools'
+// output_schema: a failing output is 400 invalid_output and stores nothing,
+// error results are not checked, and the status and id checks come first.
+func TestToolResultsOutputSchema(t *testing.T) {
+	onBothStores(t, func(t *testing.T, backend string) {
+		var s *server
+		if backend == "postgres" {
+			s = newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]))
+		} else {
+			s = newSQLite(t)
+		}
+		tok := s.token("alice")
+		tools := []map[string]any{
+			{"name": "get_weather", "description": "w", "input_schema": map[string]any{"type": "object"},
+				"output_schema": map[string]any{"type": "object", "properties": map[string]any{"temp_c": map[string]any{"type": "number"}}, "required": []string{"temp_c"}}},
+			{"name": "get_time", "description": "t", "input_schema": map[string]any{"type": "object"},
+				"output_schema": map[string]any{"type": "string"}},
+		}
+		results := func(d1, d2 any, d1Error bool) map[string]any {
+			return map[string]any{"results": []map[string]any{
+				{"tool_call_id": "d1", "output": d1, "is_error": d1Error}, {"tool_call_id": "d2", "output": d2},
+			}}
+		}
+		c := waitingWith(s, tok, tools)
+		path := "/api/v1/chats/" + c.ID + "/tool-results"
+		refused := []struct {
+			name   string
+			body   map[string]any
+			id     string
+			detail string
+		}{
+			{"wrong type", results(map[string]any{"temp_c": "warm"}, "noon", false), "d1", "at '/temp_c': got string, want number"},
+			{"missing property", results(map[string]any{"sky": "clear"}, "noon", false), "d1", "missing property 'temp_c'"},
+			{"second result", results(map[string]any{"temp_c": 21}, 12, false), "d2", "got number, want string"},
+			{"absent output", map[string]any{"results": []map[string]any{{"tool_call_id": "d1", "output": map[string]any{"temp_c": 21}}, {"tool_call_id": "d2"}}}, "d2", "got null, want string"},
+		}
+		for _, tc := range refused {
+			t.Run(tc.name, func(t *testing.T) {
+				e := s.do("POST", path, tok, tc.body).expectError(t, http.StatusBadRequest, "invalid_output")
+				if e.Error.Details["tool_call_id"] != tc.id || !strings.Contains(e.Error.Details["error"].(string), tc.detail) ||
+					!strings.Contains(e.Error.Message, tc.id) || !strings.Contains(e.Error.Message, tc.detail) {
+					t.Fatalf("message %q, details %v; want them to name %s and %q", e.Error.Message, e.Error.Details, tc.id, tc.detail)
+				}
+			})
+		}
+		// The ids are checked before the outputs.
+		bad := results("sunny", 12, false)
+		bad["results"] = append(bad["results"].([]map[string]any), map[string]any{"tool_call_id": "zz", "output": 1})
+		s.do("POST", path, tok, bad).expectError(t, http.StatusBadRequest, "invalid_tool_results")
+		// Nothing was stored: the chat still waits for both calls.
+		var still chat.Chat
+		s.do("GET", "/api/v1/chats/"+c.ID, tok, nil).expect(t, http.StatusOK, &still)
+		if still.Status != chat.RequiresAction || still.RequiredAction == nil || len(still.RequiredAction.ToolCalls) != 2 {
+			t.Fatalf("after refused outputs: %s %+v", still.Status, still.RequiredAction)
+		}
+		if n := len(s.messages(tok, c.ID)); n != 3 {
+			t.Fatalf("%d messages after refused outputs, want 3", n)
+		}
+
+		// Outputs that satisfy the schemas are stored.
+		var after chat.Chat
+		s.do("POST", path, tok, results(map[string]any{"temp_c": 21, "sky": "clear"}, "noon", false)).expect(t, http.StatusOK, &after)
+		if after.Status != chat.Pending {
+			t.Fatalf("after valid outputs: %s", after.Status)
+		}
+		msgs := s.messages(tok, c.ID)
+		if last := msgs[len(msgs)-1]; last.Role != chat.RoleTool || len(last.Parts) != 2 || string(last.Parts[1].Output) != `"noon"` {
+			t.Fatalf("stored results %+v", last)
+		}
+		// Once answered, a later submission is a 409 whatever its outputs.
+		s.do("POST", path, tok, results("sunny", 12, false)).expectError(t, http.StatusConflict, "status_conflict")
+
+		// An error result's output is not checked; the others still are.
+		c2 := waitingWith(s, tok, tools)
+		path = "/api/v1/chats/" + c2.ID + "/tool-results"
+		e := s.do("POST", path, tok, results("the weather service is down", 12, true)).expectError(t, http.StatusBadRequest, "invalid_output")
+		if e.Error.Details["tool_call_id"] != "d2" {
+			t.Fatalf("details %v, want d2 refused and d1 (an error result) not checked", e.Error.Details)
+		}
+		s.do("POST", path, tok, results("the weather service is down", "noon", true)).expect(t, http.StatusOK, &after)
+		msgs = s.messages(tok, c2.ID)
+		if last := msgs[len(msgs)-1]; !last.Parts[0].IsError || string(last.Parts[0].Output) != `"the weather service is down"` {
+			t.Fatalf("stored error result %+v", last.Parts[0])
+		}
+	})
 }

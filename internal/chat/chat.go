@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -72,10 +73,21 @@ type ChatError struct {
 }
 
 // DynamicTool is a tool declared by the API client, which also runs it.
+// InputSchema (of an object) is what the model is offered; OutputSchema,
+// optional and of any value, is what the client's results must satisfy
+// (CheckOutput). The model never sees OutputSchema.
 type DynamicTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+}
+
+// HasOutputSchema reports whether the tool declares an output_schema
+// (absent and null declare none).
+func (t DynamicTool) HasOutputSchema() bool {
+	s := bytes.TrimSpace(t.OutputSchema)
+	return len(s) > 0 && !bytes.Equal(s, []byte("null"))
 }
 
 // ToolCall is a call the model made, as the API shows a pending one.

@@ -30,7 +30,7 @@ func invalid(field, format string, args ...any) error {
 // Limits bounds what a client may declare on a chat.
 type Limits struct {
 	MaxDynamicTools    int // tools per chat
-	MaxToolSchemaBytes int // bytes of one tool's input_schema
+	MaxToolSchemaBytes int // bytes of one tool's input_schema, and of its output_schema
 	MaxLabels          int // labels per chat
 	MaxMessageBytes    int // bytes of text in one user message
 	MaxTitleBytes      int
@@ -87,8 +87,9 @@ func ValidateLabels(labels map[string]string, lim Limits) error {
 
 // ValidateDynamicTools checks client-declared tools: names match
 // ^[a-zA-Z0-9_-]{1,64}$, are unique, do not collide with a server-side tool
-// (serverTool reports those), and input_schema is a valid JSON Schema of an
-// object within the size limit.
+// (serverTool reports those), input_schema is a valid JSON Schema of an
+// object within the size limit, and output_schema, when given, is a valid
+// JSON Schema of any value within the same limit (counted on its own).
 func ValidateDynamicTools(tools []DynamicTool, serverTool func(name string) bool, lim Limits) error {
 	if len(tools) > lim.MaxDynamicTools {
 		return invalid("dynamic_tools", "at most %d tools, got %d", lim.MaxDynamicTools, len(tools))
@@ -109,6 +110,11 @@ func ValidateDynamicTools(tools []DynamicTool, serverTool func(name string) bool
 		if err := ValidateObjectSchema(t.InputSchema, lim.MaxToolSchemaBytes); err != nil {
 			return invalid(field+".input_schema", "%s", err)
 		}
+		if t.HasOutputSchema() {
+			if err := ValidateSchema(t.OutputSchema, lim.MaxToolSchemaBytes); err != nil {
+				return invalid(field+".output_schema", "%s", err)
+			}
+		}
 	}
 	return nil
 }
@@ -116,6 +122,16 @@ func ValidateDynamicTools(tools []DynamicTool, serverTool func(name string) bool
 // ValidateObjectSchema checks that raw is a JSON Schema (draft 2020-12 unless
 // it says otherwise) that describes an object.
 func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
+	return validateSchema(raw, maxBytes, true)
+}
+
+// ValidateSchema checks that raw is a JSON Schema (draft 2020-12 unless it
+// says otherwise) of any value: an object, or true or false.
+func ValidateSchema(raw json.RawMessage, maxBytes int) error {
+	return validateSchema(raw, maxBytes, false)
+}
+
+func validateSchema(raw json.RawMessage, maxBytes int, object bool) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return fmt.Errorf("is required")
 	}
@@ -127,11 +143,15 @@ func ValidateObjectSchema(raw json.RawMessage, maxBytes int) error {
 		return fmt.Errorf("is not valid JSON: %v", err)
 	}
 	obj, ok := doc.(map[string]any)
-	if !ok {
+	switch {
+	case object && !ok:
 		return fmt.Errorf("must be a JSON object")
-	}
-	if obj["type"] != "object" {
+	case object && obj["type"] != "object":
 		return fmt.Errorf(`must describe an object ("type": "object")`)
+	case !ok:
+		if _, isBool := doc.(bool); !isBool {
+			return fmt.Errorf("must be a JSON object (or true or false)")
+		}
 	}
 	if hasNUL(doc) {
 		return fmt.Errorf("%s", noNUL)
@@ -270,6 +290,60 @@ func intoValue(s *jsonschema.Schema) []*jsonschema.Schema {
 		}
 	}
 	return slices.DeleteFunc(out, func(s *jsonschema.Schema) bool { return s == nil })
+}
+
+// CheckOutput checks a result's output against the tool's output_schema:
+// nil when the tool declares none or the output satisfies it, else an error
+// that says in one line what is wrong.
+func (t DynamicTool) CheckOutput(output json.RawMessage) error {
+	if !t.HasOutputSchema() {
+		return nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.OutputSchema))
+	if err != nil {
+		return fmt.Errorf("output_schema is not valid JSON: %v", err)
+	}
+	sch, err := CompileSchema(doc)
+	if err != nil {
+		return fmt.Errorf("output_schema is not a valid JSON Schema: %v", err)
+	}
+	if len(bytes.TrimSpace(output)) == 0 {
+		output = json.RawMessage("null")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(output))
+	if err != nil {
+		return fmt.Errorf("output is not valid JSON: %v", err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return errors.New(ValidationMessage(err))
+	}
+	return nil
+}
+
+// maxValidationMessage bounds ValidationMessage.
+const maxValidationMessage = 1000
+
+// ValidationMessage turns the validator's multi-line report into one line
+// of at most about 1000 bytes: "at '/city': got number, want string; at
+// '/n': minimum: got 0, want 1". Schema locations in it read "#/..."
+// (SchemaText): whoever reads it learns nothing of the server.
+func ValidationMessage(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) > 1 {
+		lines = lines[1:] // "jsonschema validation failed with '<schema url>'"
+	}
+	var parts []string
+	for _, l := range lines {
+		l = strings.TrimPrefix(SchemaText(l), "- ")
+		if l != "" {
+			parts = append(parts, l)
+		}
+	}
+	msg := strings.Join(parts, "; ")
+	if len(msg) > maxValidationMessage {
+		msg = strings.ToValidUTF8(msg[:maxValidationMessage], "") + "..." // no rune cut in two
+	}
+	return msg
 }
 
 // hasNUL reports whether a decoded JSON value has U+0000 in a string or a key.

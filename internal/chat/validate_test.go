@@ -33,6 +33,19 @@ func TestValidateDynamicTools(t *testing.T) {
 		{"remote ref", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"http://example.com/s.json"}}}`)}}, "dynamic_tools[0].input_schema"},
 		{"too big", []DynamicTool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", DefaultLimits.MaxToolSchemaBytes) + `"}`)}}, "dynamic_tools[0].input_schema"},
 		{"too many", many, "dynamic_tools"},
+		{"string output", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"type":"string"}`)}}, ""},
+		{"object output", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: obj}}, ""},
+		{"true output", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`true`)}}, ""},
+		{"null output", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`null`)}}, ""},
+		{"both schemas near the limit", []DynamicTool{{Name: "a", InputSchema: nearLimit(`{"type":"object","description":"`), OutputSchema: nearLimit(`{"type":"string","description":"`)}}, ""},
+		{"invalid output schema", []DynamicTool{{Name: "a", InputSchema: obj}, {Name: "b", InputSchema: obj, OutputSchema: json.RawMessage(`{"type":12}`)}}, "dynamic_tools[1].output_schema"},
+		{"output schema not JSON", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"type":`)}}, "dynamic_tools[0].output_schema"},
+		{"output schema an array", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`[{"type":"string"}]`)}}, "dynamic_tools[0].output_schema"},
+		{"output schema a string", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`"string"`)}}, "dynamic_tools[0].output_schema"},
+		{"output remote ref", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"$ref":"http://example.com/s.json"}`)}}, "dynamic_tools[0].output_schema"},
+		{"output ref cycle", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"$ref":"#"}`)}}, "dynamic_tools[0].output_schema"},
+		{"output NUL", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"const":"a\u0000"}`)}}, "dynamic_tools[0].output_schema"},
+		{"output too big", []DynamicTool{{Name: "a", InputSchema: obj, OutputSchema: json.RawMessage(`{"type":"string","description":"` + strings.Repeat("x", DefaultLimits.MaxToolSchemaBytes) + `"}`)}}, "dynamic_tools[0].output_schema"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +59,52 @@ func TestValidateDynamicTools(t *testing.T) {
 			ve, ok := err.(*ValidationError)
 			if !ok || ve.Field != tc.field {
 				t.Fatalf("want a validation error on %s, got %v", tc.field, err)
+			}
+		})
+	}
+}
+
+// nearLimit is a schema that starts with prefix (an object's first key,
+// open string) and is exactly the schema size limit long.
+func nearLimit(prefix string) json.RawMessage {
+	return json.RawMessage(prefix + strings.Repeat("x", DefaultLimits.MaxToolSchemaBytes-len(prefix)-2) + `"}`)
+}
+
+func TestCheckOutput(t *testing.T) {
+	weather := DynamicTool{Name: "w", OutputSchema: json.RawMessage(
+		`{"type":"object","properties":{"temp_c":{"type":"number"}},"required":["temp_c"],"$defs":{"unused":{}}}`)}
+	text := DynamicTool{Name: "t", OutputSchema: json.RawMessage(`{"type":"string","maxLength":5}`)}
+	cases := []struct {
+		name   string
+		tool   DynamicTool
+		output string
+		want   string // "" means it passes, else a part of the error
+	}{
+		{"no schema", DynamicTool{Name: "n"}, `"anything"`, ""},
+		{"null schema", DynamicTool{Name: "n", OutputSchema: json.RawMessage(`null`)}, `1`, ""},
+		{"object ok", weather, `{"temp_c":21.5,"sky":"clear"}`, ""},
+		{"missing property", weather, `{"sky":"clear"}`, "missing property 'temp_c'"},
+		{"wrong type", weather, `{"temp_c":"warm"}`, "at '/temp_c': got string, want number"},
+		{"not an object", weather, `"sunny"`, "got string, want object"},
+		{"absent output is null", weather, ``, "got null, want object"},
+		{"string ok", text, `"noon"`, ""},
+		{"string too long", text, `"midnight"`, "maxLength"},
+		{"false refuses all", DynamicTool{Name: "f", OutputSchema: json.RawMessage(`false`)}, `1`, "false schema"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.tool.CheckOutput(json.RawMessage(tc.output))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("want it to pass, got %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, "mem://") || strings.Contains(msg, "jsonschema") {
+				t.Fatalf("error %q: want one line naming no schema URL", msg)
 			}
 		})
 	}

@@ -81,7 +81,7 @@ func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, de
 		}
 	}
 	now := time.Now().UTC()
-	c, err := s.answerPending(ctx, by.Owner, id, answerDecisions, ids, func(pending []chat.ToolCall) ([]chat.Part, error) {
+	c, err := s.answerPending(ctx, by.Owner, id, answerDecisions, ids, func(_ chat.Chat, pending []chat.ToolCall) ([]chat.Part, error) {
 		var parts []chat.Part
 		for _, call := range pending {
 			d := byID[call.ToolCallID]

@@ -171,6 +171,11 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 	if tools == nil {
 		tools = []chat.DynamicTool{}
 	}
+	for i := range tools {
+		if !tools[i].HasOutputSchema() {
+			tools[i].OutputSchema = nil // "output_schema": null is none, shown as absent
+		}
+	}
 	c := chat.Chat{
 		ID:                id.String(),
 		Owner:             owner,

@@ -46,11 +46,25 @@ func (e *IDMismatchError) Error() string {
 	return strings.Join(parts, "; ")
 }
 
+// OutputError refuses a result whose output fails its tool's output_schema
+// (400); Err says what is wrong.
+type OutputError struct {
+	ToolCallID string
+	Tool       string
+	Err        error
+}
+
+func (e *OutputError) Error() string {
+	return fmt.Sprintf("tool results: the output of %s (%s) does not satisfy the tool's output_schema: %v", e.ToolCallID, e.Tool, e.Err)
+}
+
 // SubmitToolResults persists the client's results for the owner's chat in
 // requires_action and makes it pending, in one transaction: the first
 // submission wins, every later or concurrent one finds the chat in another
 // status (StatusError, 409). The ids must match the pending calls exactly.
-// A chat that also waits for approvals stays in requires_action.
+// A chat that also waits for approvals stays in requires_action. The output
+// of a result that is not an error must satisfy its tool's output_schema,
+// if it declares one (OutputError); then nothing is stored.
 func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, results []ToolResult) (chat.Chat, error) {
 	ids := make([]string, len(results))
 	byID := make(map[string]ToolResult, len(results))
@@ -63,10 +77,13 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 			byID[r.ToolCallID] = r
 		}
 	}
-	c, err := s.answerPending(ctx, owner, id, answerResults, ids, func(pending []chat.ToolCall) ([]chat.Part, error) {
+	c, err := s.answerPending(ctx, owner, id, answerResults, ids, func(c chat.Chat, pending []chat.ToolCall) ([]chat.Part, error) {
 		parts := make([]chat.Part, len(pending))
 		for i, call := range pending {
 			r := byID[call.ToolCallID]
+			if err := checkOutput(c.DynamicTools, call, r); err != nil {
+				return nil, err
+			}
 			parts[i] = chat.Part{Type: chat.PartToolResult, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Output: r.Output, IsError: r.IsError}
 		}
 		return parts, nil
@@ -75,6 +92,23 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 		return chat.Chat{}, fmt.Errorf("submit tool results to %s: %w", id, err)
 	}
 	return c, nil
+}
+
+// checkOutput checks r, the result of call, against its tool's
+// output_schema; an error result is not checked.
+func checkOutput(tools []chat.DynamicTool, call chat.ToolCall, r ToolResult) error {
+	if r.IsError {
+		return nil
+	}
+	for _, t := range tools {
+		if t.Name == call.ToolName {
+			if err := t.CheckOutput(r.Output); err != nil {
+				return &OutputError{ToolCallID: call.ToolCallID, Tool: call.ToolName, Err: err}
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // What a submission answers: a client's results, or a person's decisions.
@@ -86,10 +120,11 @@ const (
 // answerPending records, for the owner's chat in requires_action, the
 // answers to its pending calls of one kind, in one transaction: ids must
 // name exactly those calls (IDMismatchError), build turns them into the
-// parts of one tool message (or refuses), and the chat becomes pending once
-// no call of either kind waits. The first submission wins: a later or
-// concurrent one finds nothing of its kind pending (StatusError, 409).
-func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids []string, build func(pending []chat.ToolCall) ([]chat.Part, error)) (chat.Chat, error) {
+// parts of one tool message (or refuses, and nothing is stored), and the
+// chat becomes pending once no call of either kind waits. The first
+// submission wins: a later or concurrent one finds nothing of its kind
+// pending (StatusError, 409).
+func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids []string, build func(c chat.Chat, pending []chat.ToolCall) ([]chat.Part, error)) (chat.Chat, error) {
 	var c chat.Chat
 	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
@@ -116,7 +151,7 @@ func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids
 		if err := matchIDs(pending, ids, kind); err != nil {
 			return err
 		}
-		parts, err := build(pending)
+		parts, err := build(c, pending)
 		if err != nil {
 			return err
 		}

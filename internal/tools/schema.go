@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -36,9 +35,6 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-// maxArgsMessage bounds the validation message the model sees.
-const maxArgsMessage = 1000
-
 // checkArgs returns the call's arguments as they go to the tool ("{}" when the
 // model sent none) or, when they are not JSON or fail the schema, a message
 // that tells the model what is wrong.
@@ -51,32 +47,9 @@ func checkArgs(sch *jsonschema.Schema, args json.RawMessage) (json.RawMessage, s
 		return nil, fmt.Sprintf("arguments are not valid JSON: %v", err)
 	}
 	if err := sch.Validate(v); err != nil {
-		return nil, "invalid arguments: " + validationMessage(err)
+		return nil, "invalid arguments: " + chat.ValidationMessage(err)
 	}
 	return args, ""
-}
-
-// validationMessage turns the validator's multi-line report into one line:
-// "at '/city': got number, want string; at '/n': minimum: got 0, want 1".
-// Schema locations in it read "#/..." (chat.SchemaText): the model, and
-// whoever reads its history, learn nothing of the server.
-func validationMessage(err error) string {
-	lines := strings.Split(err.Error(), "\n")
-	if len(lines) > 1 {
-		lines = lines[1:] // "jsonschema validation failed with '<schema url>'"
-	}
-	var parts []string
-	for _, l := range lines {
-		l = strings.TrimPrefix(chat.SchemaText(l), "- ")
-		if l != "" {
-			parts = append(parts, l)
-		}
-	}
-	msg := strings.Join(parts, "; ")
-	if len(msg) > maxArgsMessage {
-		msg = msg[:maxArgsMessage] + "..."
-	}
-	return msg
 }
 
 // schemaCache holds compiled schemas of the chats' dynamic tools, keyed by the
