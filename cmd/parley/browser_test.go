@@ -53,8 +53,8 @@ type browser struct {
 	allowed  []*regexp.Regexp // problems a test expects (see allow)
 }
 
-// newBrowser starts Chromium with a fresh profile and opens a tab of size
-// vp. Everything is stopped when the test ends, the browser process
+// newBrowser starts Chromium with a fresh profile and opens a tab whose
+// page is vp. Everything is stopped when the test ends, the browser process
 // included (the allocator's cancel waits for it).
 func newBrowser(t *testing.T, vp viewport) *browser {
 	t.Helper()
@@ -99,9 +99,8 @@ func newBrowser(t *testing.T, vp viewport) *browser {
 		t.Fatalf("start %s: %v", exe, err)
 	}
 	b.tab, b.ctx = tabCtx, ctx
-	if vp != desktop {
-		b.do("emulate the viewport", chromedp.EmulateViewport(int64(vp.width), int64(vp.height)))
-	}
+	// The window's frame takes part of its size: the page gets all of it.
+	b.do("set the viewport", chromedp.EmulateViewport(int64(vp.width), int64(vp.height)))
 	return b
 }
 
@@ -193,7 +192,7 @@ func (b *browser) fail(format string, args ...any) {
 	// The test's context may be what ran out: give the evidence its own.
 	ctx, cancel := context.WithTimeout(b.tab, 5*time.Second)
 	defer cancel()
-	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 		msg += "\nscreenshot: " + saveArtifact(b.t, "failure.png", png)
 	}
 	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
@@ -350,7 +349,7 @@ func (b *browser) waitGone(what, sel string) {
 // screenshot saves a full-page PNG named after the test and scenario.
 func (b *browser) screenshot(scenario string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.fail("screenshot %s: %v", scenario, err)
 	}
