@@ -35,6 +35,24 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, owner string)
 	return nil
 }
 
+// listQueued answers GET /api/v1/chats/{id}/queued: the messages waiting
+// in the chat's queue, so a client that reloads still shows them.
+func (a *api) listQueued(w http.ResponseWriter, r *http.Request, owner string) error {
+	id, err := chatID(r)
+	if err != nil {
+		return err
+	}
+	q, err := a.svc.ListQueued(r.Context(), owner, id)
+	if err != nil {
+		return err
+	}
+	if q == nil {
+		q = []chat.QueuedMessage{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queued": q})
+	return nil
+}
+
 // postMessageRequest is the body of POST /api/v1/chats/{id}/messages. The
 // message is "message", as in POST /api/v1/chats; "content" is its older
 // name, still taken.

@@ -212,6 +212,12 @@ func TestQueuedMessagesKeepTheirOrder(t *testing.T) {
 	for _, text := range []string{"q1", "q2", "q3"} {
 		s.do("POST", "/api/v1/chats/"+c.ID+"/messages", tok, map[string]any{"content": text}).expect(t, http.StatusAccepted, nil)
 	}
+	var listed struct{ Queued []chat.QueuedMessage }
+	s.do("GET", "/api/v1/chats/"+c.ID+"/queued", tok, nil).expect(t, http.StatusOK, &listed)
+	if len(listed.Queued) != 3 || listed.Queued[0].Parts[0].Text != "q1" || listed.Queued[2].Parts[0].Text != "q3" {
+		t.Fatalf("GET /queued: %+v, want q1, q2, q3", listed.Queued)
+	}
+	s.do("GET", "/api/v1/chats/"+c.ID+"/queued", s.token("bob"), nil).expectError(t, http.StatusNotFound, "not_found")
 	q := s.queued(c.ID)
 	if len(q) != 3 || q[0].Parts[0].Text != "q1" || q[1].Parts[0].Text != "q2" || q[2].Parts[0].Text != "q3" || !(q[0].ID < q[1].ID && q[1].ID < q[2].ID) {
 		t.Fatalf("queue: %+v", q)
@@ -229,6 +235,11 @@ func TestQueuedMessagesKeepTheirOrder(t *testing.T) {
 	}
 	if q := s.queued(c.ID); len(q) != 0 {
 		t.Fatalf("promoted messages are still queued: %+v", q)
+	}
+	listed.Queued = nil
+	s.do("GET", "/api/v1/chats/"+c.ID+"/queued", tok, nil).expect(t, http.StatusOK, &listed)
+	if listed.Queued == nil || len(listed.Queued) != 0 {
+		t.Fatalf("GET /queued after the promotion: %+v, want []", listed.Queued)
 	}
 }
 

@@ -30,6 +30,7 @@ func (a *api) register() {
 	a.handle("DELETE "+v1+"/chats/{id}", a.authed(a.deleteChat))
 	a.handle("GET "+v1+"/chats/{id}/messages", a.authed(a.listMessages))
 	a.handle("POST "+v1+"/chats/{id}/messages", a.authed(a.postMessage))
+	a.handle("GET "+v1+"/chats/{id}/queued", a.authed(a.listQueued))
 	a.handle("POST "+v1+"/chats/{id}/interrupt", a.authed(a.interrupt))
 	a.handle("POST "+v1+"/chats/{id}/retry", a.authed(a.retry))
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))

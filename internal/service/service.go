@@ -115,6 +115,19 @@ func (s *Service) ListMessages(ctx context.Context, owner, id string, after int6
 	return msgs, nil
 }
 
+// ListQueued returns the messages waiting in the queue of owner's chat id,
+// in arrival order: sent while the chat was busy, not in the history yet.
+func (s *Service) ListQueued(ctx context.Context, owner, id string) ([]chat.QueuedMessage, error) {
+	if _, err := s.GetChat(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	q, err := s.st.ListQueued(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list queued messages of %s: %w", id, err)
+	}
+	return q, nil
+}
+
 // lockOwned locks a chat inside tx and checks that owner owns it.
 func lockOwned(ctx context.Context, tx store.Tx, owner, id string) (chat.Chat, error) {
 	c, err := tx.LockChat(ctx, id)

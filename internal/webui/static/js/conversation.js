@@ -20,7 +20,6 @@ export class Conversation {
     this.stream = null;
     this.view = new MessageView($("#messages"));
     this.actions = new ActionPanel(api);
-    this.queue = []; // queued messages this page sent, until they reach the history
     this.wire();
     this.stickToBottom();
   }
@@ -94,7 +93,6 @@ export class Conversation {
     show(main, true);
     $("#chat-title").textContent = "";
     setError($("#composer-error"), "");
-    this.queue = JSON.parse(sessionStorage.getItem(queueKey(id)) || "[]");
     try {
       const c = await this.api.get(this.api.chatPath(id));
       if (this.id !== id) return;
@@ -107,7 +105,7 @@ export class Conversation {
       return;
     }
     if (this.id !== id) return;
-    this.showQueue();
+    this.readQueue();
     this.follow(id);
     $("#composer-input").focus();
   }
@@ -128,7 +126,6 @@ export class Conversation {
   gone(message) {
     const id = this.id;
     if (!id) return;
-    sessionStorage.removeItem(queueKey(id));
     this.close();
     if (message) setError($("#filter-error"), message);
     this.hooks.onGone(id);
@@ -140,7 +137,6 @@ export class Conversation {
       const page = await this.api.get(this.api.chatPath(id, `/messages?after=${after}&limit=${historyPage}`));
       if (this.id !== id) return;
       for (const m of page.messages) this.view.add(m);
-      this.dequeue(page.messages);
       if (page.messages.length < historyPage) return;
       after = page.messages[page.messages.length - 1].id;
     }
@@ -171,7 +167,7 @@ export class Conversation {
         break;
       case "message":
         this.view.add(data.message, true);
-        this.dequeue([data.message]);
+        if (data.message.role === "user") this.readQueue();
         if (data.message.role === "assistant") show($("#retry-notice"), false);
         break;
       case "part":
@@ -198,7 +194,9 @@ export class Conversation {
   setChat(c) {
     if (!c || c.id !== this.id) return;
     if (this.chat && (this.chat.version || 0) > (c.version || 0)) return;
+    const moved = this.chat && this.chat.status !== c.status;
     this.chat = c;
+    if (moved) this.readQueue();
     $("#chat-title").textContent = c.title || "Untitled";
     document.title = `${c.title || "Untitled"} · parley`;
     const badge = $("#chat-status");
@@ -239,11 +237,7 @@ export class Conversation {
       setError($("#composer-error"), "");
       if (this.id !== id) return;
       if (r.message) this.view.add(r.message, true);
-      if (r.queued) {
-        this.queue.push(r.queued);
-        this.saveQueue();
-        this.showQueue();
-      }
+      if (r.queued) this.readQueue();
     } catch (err) {
       this.composerError(err.message);
     } finally {
@@ -251,34 +245,30 @@ export class Conversation {
     }
   }
 
-  // dequeue drops queued messages that reached the history: the worker
-  // moves them in order, so each user message takes the oldest queued one
-  // with the same text.
-  dequeue(messages) {
-    let changed = false;
-    for (const m of messages) {
-      if (m.role !== "user") continue;
-      const text = textOf(m.parts);
-      const i = this.queue.findIndex((q) => textOf(q.parts) === text && m.id > 0 && Date.parse(m.created_at) >= Date.parse(q.created_at) - 1000);
-      if (i >= 0) {
-        this.queue.splice(i, 1);
-        changed = true;
-      }
+  // readQueue shows the chat's queued messages as the server has them. It
+  // runs on open, after a message was queued, and whenever the status
+  // changes or a user message reaches the history (that is when the queue
+  // moves); overlapping calls collapse into one more read.
+  async readQueue() {
+    const id = this.id;
+    if (!id) return;
+    if (this.queueReading === id) {
+      this.queueAgain = true;
+      return;
     }
-    if (changed) {
-      this.saveQueue();
-      this.showQueue();
+    this.queueReading = id;
+    try {
+      do {
+        this.queueAgain = false;
+        const r = await this.api.get(this.api.chatPath(id, "/queued"));
+        if (this.id !== id) return;
+        this.view.queued(r.queued || []);
+      } while (this.queueAgain && this.id === id);
+    } catch (err) {
+      if (this.id === id && err.status !== 404) this.composerError(`Could not read the queued messages: ${err.message}`);
+    } finally {
+      if (this.queueReading === id) this.queueReading = null;
     }
-  }
-
-  saveQueue() {
-    if (!this.id) return;
-    if (this.queue.length) sessionStorage.setItem(queueKey(this.id), JSON.stringify(this.queue));
-    else sessionStorage.removeItem(queueKey(this.id));
-  }
-
-  showQueue() {
-    this.view.queued(this.queue);
   }
 
   async act(path) {
@@ -304,12 +294,4 @@ export class Conversation {
       return false;
     }
   }
-}
-
-function queueKey(id) {
-  return `parley.queued.${id}`;
-}
-
-function textOf(parts) {
-  return (parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
 }
