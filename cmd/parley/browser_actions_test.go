@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 )
 
@@ -174,8 +176,13 @@ func TestBrowserInterruptAndRetry(t *testing.T) {
 	b.visible("#chat-error")
 	b.waitStatus("error")
 	b.waitText("the error says what failed", "#chat-error .error-message", `t.includes("the fake refuses this request")`)
-	if kind := strings.TrimSpace(b.text("#chat-error .error-kind")); kind == "" {
-		t.Error("the error shows no kind")
+	code, body := get(t, u.url+"/api/v1/chats/"+id, u.token)
+	var c chat.Chat
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil || c.LastError == nil || c.LastError.Kind == "" {
+		t.Fatalf("the chat through the API: %d %s", code, body)
+	}
+	if kind := strings.TrimSpace(b.text("#chat-error .error-kind")); kind != c.LastError.Kind {
+		t.Errorf("the error's kind shows as %q, want the chat's %q", kind, c.LastError.Kind)
 	}
 	b.visible("#retry")
 	b.screenshot("error")

@@ -51,6 +51,8 @@ type browser struct {
 	done     bool             // the test ended: record nothing more
 	problems []string         // what the page reported as errors
 	allowed  []*regexp.Regexp // problems a test expects (see allow)
+
+	shots, kept string // where screenshots and a failure's evidence go (see save)
 }
 
 // newBrowser starts Chromium with a fresh profile and opens a tab whose
@@ -193,10 +195,10 @@ func (b *browser) fail(format string, args ...any) {
 	ctx, cancel := context.WithTimeout(b.tab, 5*time.Second)
 	defer cancel()
 	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-		msg += "\nscreenshot: " + saveArtifact(b.t, "failure.png", png)
+		msg += "\nscreenshot: " + b.save("failure.png", png, true)
 	}
 	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
-		msg += "\npage: " + saveArtifact(b.t, "failure.html", []byte(html))
+		msg += "\npage: " + b.save("failure.html", []byte(html), true)
 	}
 	b.mu.Lock()
 	for _, p := range b.problems {
@@ -353,26 +355,43 @@ func (b *browser) screenshot(scenario string) {
 	if err != nil {
 		b.fail("screenshot %s: %v", scenario, err)
 	}
-	b.t.Logf("screenshot %s: %s", scenario, saveArtifact(b.t, scenario+".png", png))
+	b.t.Logf("screenshot %s: %s", scenario, b.save(scenario+".png", png, false))
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// saveArtifact writes data as <test>-<name> into $PARLEY_TEST_SCREENSHOTS
-// (created if missing), or into a directory of the test's, and returns the
-// path.
-func saveArtifact(t *testing.T, name string, data []byte) string {
+// save writes data as <test>-<name> into $PARLEY_TEST_SCREENSHOTS
+// (created if missing) and returns the path. Without it, screenshots go
+// to a directory of the test's, removed with it, and the evidence of a
+// failure (keep) to a directory of its own under the system's temporary
+// directory, which stays for the reader.
+func (b *browser) save(name string, data []byte, keep bool) string {
 	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join(t.TempDir(), "screenshots")
+	switch {
+	case dir != "":
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.t.Errorf("screenshot directory: %v", err)
+			return ""
+		}
+	case keep:
+		if b.kept == "" {
+			d, err := os.MkdirTemp("", "parley-browser-")
+			if err != nil {
+				b.t.Errorf("failure directory: %v", err)
+				return ""
+			}
+			b.kept = d
+		}
+		dir = b.kept
+	default:
+		if b.shots == "" {
+			b.shots = b.t.TempDir()
+		}
+		dir = b.shots
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Errorf("screenshot directory: %v", err)
-		return ""
-	}
-	path := filepath.Join(dir, unsafeName.ReplaceAllString(t.Name()+"-"+name, "_"))
+	path := filepath.Join(dir, unsafeName.ReplaceAllString(b.t.Name()+"-"+name, "_"))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Errorf("save %s: %v", path, err)
+		b.t.Errorf("save %s: %v", path, err)
 	}
 	return path
 }
@@ -397,6 +416,8 @@ type uiServer struct {
 // exit 0, and the histories it wrote are checked.
 func startUI(t *testing.T) *uiServer {
 	t.Helper()
+	// Skip (or fail, in CI) before starting anything without a browser.
+	notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
 	fake := llmtest.NewOpenAIChat(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`default_model: fake
