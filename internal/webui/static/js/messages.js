@@ -116,9 +116,12 @@ export class MessageView {
       replaceIn(el, ".tool-decision", h("p", { class: "tool-decision", dataset: { approved: String(Boolean(d.approved)) } },
         `${d.approved ? "Approved" : "Denied"}${who}${why}`));
       if (p.args !== undefined) {
-        replaceIn(el, ".tool-edited", h("p", { class: "tool-edited muted" }, "Run with edited arguments:"), true);
-        el.querySelector(".tool-args").textContent = pretty(p.args);
+        // The model's arguments stay shown; the edited ones are what ran.
+        replaceIn(el, ".tool-edited-box", h("details", { class: "tool-edited-box", open: true },
+          h("summary", {}, "Edited arguments (these ran)"), h("pre", { class: "tool-edited-args" }, pretty(p.args))));
       }
+      // An approved call runs from now on; a denied one never runs.
+      c.started = d.approved && this.live ? performance.now() : 0;
       return;
     }
     if (p.type !== "tool-result") return;
@@ -137,7 +140,11 @@ export class MessageView {
     const kinds = new Map((calls || []).map((c) => [c.tool_call_id, c.kind || "client"]));
     for (const [id, c] of this.cards) {
       const st = c.el.dataset.state;
-      if (kinds.has(id)) setCardState(c.el, "waiting", kinds.get(id) === "approval" ? "waiting for approval" : "waiting for your result");
+      if (kinds.has(id)) {
+        // The time it waits for a person is not the call's duration.
+        c.started = 0;
+        setCardState(c.el, "waiting", kinds.get(id) === "approval" ? "waiting for approval" : "waiting for your result");
+      }
       else if (st === "waiting") setCardState(c.el, "running");
     }
   }
@@ -276,9 +283,8 @@ function setCardState(el, state, words) {
   el.querySelector(".tool-state").textContent = words || say[state] || state;
 }
 
-function replaceIn(el, sel, node, onlyIfMissing) {
+function replaceIn(el, sel, node) {
   const old = el.querySelector(sel);
-  if (old && onlyIfMissing) return;
   if (old) old.replaceWith(node);
   else el.append(node);
 }
