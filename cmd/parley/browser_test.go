@@ -396,6 +396,33 @@ func (b *browser) save(name string, data []byte, keep bool) string {
 	return path
 }
 
+// docScreenshot saves a full-page PNG as file, named as the
+// documentation links it (no test name before it), into
+// $PARLEY_TEST_SCREENSHOTS, or without it into the test's screenshot
+// directory.
+func (b *browser) docScreenshot(file string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.fail("screenshot %s: %v", file, err)
+	}
+	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
+	if dir == "" {
+		if b.shots == "" {
+			b.shots = b.t.TempDir()
+		}
+		dir = b.shots
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Errorf("screenshot directory: %v", err)
+		return
+	}
+	path := filepath.Join(dir, file)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Errorf("save %s: %v", path, err)
+	}
+	b.t.Logf("screenshot %s", path)
+}
+
 // jsString quotes s as a JavaScript string literal.
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
@@ -408,12 +435,18 @@ type uiServer struct {
 	*server
 	fake *llmtest.OpenAIChat
 	link string // the sign-in link serve printed: http://ADDR/#token=...
+
+	// How serve was started, for a test that starts it again.
+	dir  string
+	env  []string
+	args []string
 }
 
 // startUI starts serve on a fresh SQLite database with the fake as its
 // model. When the test ends, after the browser is gone (it is started
 // later, so stopped first), the server is stopped with SIGTERM and must
-// exit 0, and the histories it wrote are checked.
+// exit 0, and the histories it wrote are checked. A test that starts
+// serve again (see restart) sets u.server: that one is stopped then.
 func startUI(t *testing.T) *uiServer {
 	t.Helper()
 	// Skip (or fail, in CI) before starting anything without a browser.
@@ -435,7 +468,9 @@ models:
 	dataDir := filepath.Join(dir, "data")
 	// Registered before the server's own cleanup, so it runs after it.
 	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
-	s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", path, "--data-dir", dataDir)
+	env := []string{fakeKeyEnv + "=test-key"}
+	args := []string{"--config", path, "--data-dir", dataDir}
+	s := startServe(t, dir, env, args...)
 	if s.token == "" {
 		t.Fatalf("serve printed no admin token\nstdout:\n%s", s.stdout)
 	}
@@ -443,13 +478,23 @@ models:
 	if !ok {
 		t.Fatalf("serve printed no web UI link\nstdout:\n%s", s.stdout)
 	}
-	u := &uiServer{server: s, fake: fake, link: strings.TrimPrefix(l, "web UI: ")}
+	u := &uiServer{server: s, fake: fake, link: strings.TrimPrefix(l, "web UI: "), dir: dir, env: env, args: args}
 	t.Cleanup(func() {
+		s := u.server // the one running now: a test may have started serve again
 		select {
 		case <-s.exited:
 			return // a failed start; its own cleanup reports nothing more
 		default:
 		}
+		// A restarted serve has no cleanup of its own that kills it.
+		defer func() {
+			select {
+			case <-s.exited:
+			default:
+				s.cmd.Process.Kill()
+				<-s.exited
+			}
+		}()
 		if code := s.stop(); code != 0 {
 			t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
 		}
