@@ -20,6 +20,7 @@ export class MessageView {
     this.draft = null;
     this.queuedEls = [];
     this.lastId = 0;
+    this.waits = new Map(); // tool_call_id → kind, of the calls the chat waits for
   }
 
   has(id) {
@@ -88,8 +89,10 @@ export class MessageView {
       h("details", { class: "tool-args-box", open: true }, h("summary", {}, "Arguments"), argsEl),
     );
     const old = this.cards.get(id);
-    this.cards.set(id, { el, name, started: old ? old.started : this.live ? performance.now() : 0 });
+    const c = { el, name, started: old ? old.started : this.live ? performance.now() : 0 };
+    this.cards.set(id, c);
     setCardState(el, "running");
+    this.markWaiting(id, c);
     const early = this.outcomes.get(id);
     if (early) {
       this.outcomes.delete(id);
@@ -136,16 +139,20 @@ export class MessageView {
   }
 
   // waiting marks the calls a chat waits for (client results or decisions).
+  // Cards made later (the history may still be loading) take it too.
   waiting(calls) {
-    const kinds = new Map((calls || []).map((c) => [c.tool_call_id, c.kind || "client"]));
-    for (const [id, c] of this.cards) {
-      const st = c.el.dataset.state;
-      if (kinds.has(id)) {
-        // The time it waits for a person is not the call's duration.
-        c.started = 0;
-        setCardState(c.el, "waiting", kinds.get(id) === "approval" ? "waiting for approval" : "waiting for your result");
-      }
-      else if (st === "waiting") setCardState(c.el, "running");
+    this.waits = new Map((calls || []).map((c) => [c.tool_call_id, c.kind || "client"]));
+    for (const [id, c] of this.cards) this.markWaiting(id, c);
+  }
+
+  markWaiting(id, c) {
+    const kind = this.waits.get(id);
+    if (kind) {
+      // The time it waits for a person is not the call's duration.
+      c.started = 0;
+      setCardState(c.el, "waiting", kind === "approval" ? "waiting for approval" : "waiting for your result");
+    } else if (c.el.dataset.state === "waiting") {
+      setCardState(c.el, "running");
     }
   }
 
