@@ -443,11 +443,12 @@ type uiServer struct {
 }
 
 // startUI starts serve on a fresh SQLite database with the fake as its
-// model. When the test ends, after the browser is gone (it is started
-// later, so stopped first), the server is stopped with SIGTERM and must
-// exit 0, and the histories it wrote are checked. A test that starts
+// model, and extraConfig appended to its configuration file. When the test
+// ends, after the browser is gone (it is started later, so stopped first),
+// the server is stopped with SIGTERM and must exit 0, and the histories it
+// wrote are checked. A test that starts
 // serve again (see restart) sets u.server: that one is stopped then.
-func startUI(t *testing.T) *uiServer {
+func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	t.Helper()
 	// Skip (or fail, in CI) before starting anything without a browser.
 	notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
@@ -460,7 +461,7 @@ models:
     model: gpt-test
     base_url: %s
     api_key_env: %s
-`, fake.URL, fakeKeyEnv)
+`, fake.URL, fakeKeyEnv) + strings.Join(extraConfig, "")
 	path := filepath.Join(dir, "parley.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
