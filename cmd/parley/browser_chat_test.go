@@ -240,7 +240,8 @@ func TestBrowserModelHTMLIsText(t *testing.T) {
 	const inline = `<img src=y onerror="window.__pwned=3">`
 	answer := block + "\n\nSome **bold** text and an inline " + inline + " image.\n\n" +
 		"```go\nfunc main() { println(\"hi\") }\n```\n"
-	u.fake.Push(llmtest.Turn{Text: answer})
+	const thinking = "The user wants HTML; <b>show</b> it as text."
+	u.fake.Push(llmtest.Turn{Reasoning: thinking, Text: answer})
 	id := u.createChat(t, `{"title": "html test", "message": "show me some HTML"}`)
 	b.openChat(u, id)
 	b.waitAnyText("the answer shows", answerText, "Some bold text")
@@ -272,6 +273,16 @@ func TestBrowserModelHTMLIsText(t *testing.T) {
 	if n := b.count(answerText + " pre code .hljs-keyword"); n == 0 {
 		t.Error("the Go code has no highlighted keyword")
 	}
+	// The reasoning is shown collapsed, as text, and opens on a click.
+	const reasoning = `#messages li.msg[data-role=assistant][data-message-id] details.reasoning`
+	if got := b.text(reasoning + " .reasoning-text"); got != thinking {
+		t.Errorf("the reasoning says %q, want %q", got, thinking)
+	}
+	if open := eval[bool](b, `document.querySelector('`+reasoning+`').open`); open {
+		t.Error("the reasoning of a finished answer is shown open")
+	}
+	b.click(reasoning + " summary")
+	b.waitJS("the reasoning opens", `document.querySelector('`+reasoning+`').open`, "")
 	b.screenshot("model-html")
 }
 
