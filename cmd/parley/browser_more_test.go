@@ -99,6 +99,11 @@ func TestBrowserAnsweredElsewhere(t *testing.T) {
 	if alerts := eval[[]string](b, visibleAlerts); len(alerts) != 0 {
 		t.Errorf("besides the notice, the page shows the errors %q", alerts)
 	}
+	// The page reads the chat again after the 409, so the panel goes
+	// although the stream is still held, and the notice stays.
+	b.do("wait for the action panel to go", chromedp.WaitNotVisible(chromedp.CSS("section#action")))
+	b.waitStatus("waiting")
+	b.waitText("the notice stays", "#action-notice", `t.startsWith("Someone else answered first.")`)
 	b.screenshot("answered-elsewhere")
 
 	// Let the stream go: the chat follows what the other client did.

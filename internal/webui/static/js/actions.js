@@ -8,8 +8,11 @@ import { $, countdown, h, pretty, setError, show } from "./dom.js";
 import { resultEditor } from "./schemaform.js";
 
 export class ActionPanel {
-  constructor(api) {
+  // onConflict is called after a 409, to read the chat again: its stream
+  // may not have told the page yet what changed.
+  constructor(api, onConflict) {
     this.api = api;
+    this.onConflict = onConflict;
     this.section = $("#action");
     this.callsEl = $("#action-calls");
     this.key = "";
@@ -17,13 +20,15 @@ export class ActionPanel {
     this.chatId = null;
   }
 
-  clear() {
+  // clear hides the panel. The notice stays (it may say why the panel
+  // went) unless clearNotice, as when another chat opens.
+  clear(clearNotice) {
     this.key = "";
     this.chatId = null;
     clearInterval(this.timer);
     this.timer = 0;
     this.callsEl.replaceChildren();
-    setError($("#action-notice"), "");
+    if (clearNotice) setError($("#action-notice"), "");
     show(this.section, false);
   }
 
@@ -74,6 +79,7 @@ export class ActionPanel {
     const status = err.details && err.details.status;
     const now = status && status !== "requires_action" ? ` The chat is ${status} now.` : "";
     setError($("#action-notice"), `Someone else answered first.${now}`);
+    this.onConflict();
   }
 
   clientForm(chatId, calls, tools) {
@@ -110,7 +116,6 @@ export class ActionPanel {
       button.disabled = true;
       try {
         await this.api.post(this.api.chatPath(chatId, "/tool-results"), { results });
-        setError($("#action-notice"), "Sent.");
       } catch (err) {
         if (err.status === 409) this.conflict(err);
         else setError(error, err.message);
@@ -129,7 +134,6 @@ export class ActionPanel {
       for (const b of wrap.querySelectorAll("button")) b.disabled = true;
       try {
         await this.api.post(this.api.chatPath(chatId, "/approvals"), { decisions: list });
-        setError($("#action-notice"), "Decisions sent.");
       } catch (err) {
         decisions.clear();
         for (const b of wrap.querySelectorAll("button")) b.disabled = false;

@@ -19,7 +19,7 @@ export class Conversation {
     this.chat = null;
     this.stream = null;
     this.view = new MessageView($("#messages"));
-    this.actions = new ActionPanel(api);
+    this.actions = new ActionPanel(api, () => this.reread());
     this.wire();
     this.stickToBottom();
   }
@@ -116,7 +116,7 @@ export class Conversation {
     this.id = null;
     this.chat = null;
     this.view.reset();
-    this.actions.clear();
+    this.actions.clear(true);
     show($("#chat"), false);
     show($("#chat-error"), false);
     show($("#retry-notice"), false);
@@ -214,6 +214,18 @@ export class Conversation {
     this.hooks.onChat(c);
   }
 
+  // reread reads the chat again, for when its stream may lag behind.
+  async reread() {
+    const id = this.id;
+    if (!id) return;
+    try {
+      const c = await this.api.get(this.api.chatPath(id));
+      this.setChat(c);
+    } catch (err) {
+      if (this.id === id && err.status === 404) this.gone("This chat was deleted.");
+    }
+  }
+
   showError(e) {
     const box = $("#chat-error");
     box.querySelector(".error-kind").textContent = e.kind || "error";
@@ -235,6 +247,7 @@ export class Conversation {
       const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: text, busy: "queue" });
       input.value = "";
       setError($("#composer-error"), "");
+      setError($("#action-notice"), "");
       if (this.id !== id) return;
       if (r.message) this.view.add(r.message, true);
       if (r.queued) this.readQueue();
