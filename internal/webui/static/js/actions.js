@@ -1,30 +1,33 @@
 // ActionPanel answers what a requires_action chat waits for: results of
 // dynamic tool calls (POST /tool-results) and decisions on calls that need
 // approval (POST /approvals), with the deadline counting down. A 409 means
-// someone else answered first: that is said as such, and the panel follows
-// the chat's next status.
+// someone else answered first: that is said as such, and the chat is read
+// again. The two kinds are separate forms: answering one leaves what is
+// typed into the other as it is.
 
 import { $, countdown, h, pretty, setError, show } from "./dom.js";
 import { resultEditor } from "./schemaform.js";
 
 export class ActionPanel {
-  // onConflict is called after a 409, to read the chat again: its stream
-  // may not have told the page yet what changed.
-  constructor(api, onConflict) {
+  // hooks: onChat(chat) takes the chat an answer returned; onConflict() is
+  // called after a 409, to read the chat again (its stream may not have
+  // told the page yet what changed).
+  constructor(api, hooks) {
     this.api = api;
-    this.onConflict = onConflict;
+    this.hooks = hooks;
     this.section = $("#action");
     this.callsEl = $("#action-calls");
-    this.key = "";
+    this.forms = { client: { key: "", el: null }, approval: { key: "", el: null } };
     this.timer = 0;
-    this.chatId = null;
   }
 
   // clear hides the panel. The notice stays (it may say why the panel
   // went) unless clearNotice, as when another chat opens.
   clear(clearNotice) {
-    this.key = "";
-    this.chatId = null;
+    for (const f of Object.values(this.forms)) {
+      f.key = "";
+      f.el = null;
+    }
     clearInterval(this.timer);
     this.timer = 0;
     this.callsEl.replaceChildren();
@@ -32,28 +35,33 @@ export class ActionPanel {
     show(this.section, false);
   }
 
-  // update shows c's required action; the forms are made again only when
-  // the set of waiting calls changes, so typing is not lost to an
-  // unrelated status event.
+  // update shows c's required action. Each form is made again only when
+  // the calls it answers change, so typing is not lost to an unrelated
+  // status event, nor to the other kind being answered.
   update(c) {
     const ra = c.status === "requires_action" ? c.required_action : null;
     const calls = (ra && ra.tool_calls) || [];
-    const key = c.id + "|" + calls.map((t) => t.tool_call_id).join(",");
     if (calls.length === 0) {
-      if (this.key) this.clear();
+      if (this.forms.client.key || this.forms.approval.key) this.clear();
       return;
     }
-    if (key === this.key) return;
-    this.key = key;
-    this.chatId = c.id;
-    setError($("#action-notice"), "");
     const tools = new Map((c.dynamic_tools || []).map((t) => [t.name, t]));
-    const client = calls.filter((t) => (t.kind || "client") === "client");
-    const approvals = calls.filter((t) => t.kind === "approval");
-    const forms = [];
-    if (client.length) forms.push(this.clientForm(c.id, client, tools));
-    if (approvals.length) forms.push(this.approvalForms(c.id, approvals));
-    this.callsEl.replaceChildren(...forms);
+    const kinds = {
+      client: calls.filter((t) => (t.kind || "client") === "client"),
+      approval: calls.filter((t) => t.kind === "approval"),
+    };
+    let changed = false;
+    for (const [kind, list] of Object.entries(kinds)) {
+      const f = this.forms[kind];
+      const key = list.length ? c.id + "|" + list.map((t) => t.tool_call_id).join(",") : "";
+      if (key === f.key) continue;
+      changed = true;
+      f.key = key;
+      f.el = !list.length ? null : kind === "client" ? this.clientForm(c.id, list, tools) : this.approvalForms(c.id, list);
+    }
+    if (!changed) return;
+    setError($("#action-notice"), "");
+    this.callsEl.replaceChildren(...[this.forms.client.el, this.forms.approval.el].filter(Boolean));
     this.deadline(ra.deadline);
     show(this.section, true);
   }
@@ -79,14 +87,19 @@ export class ActionPanel {
     const status = err.details && err.details.status;
     const now = status && status !== "requires_action" ? ` The chat is ${status} now.` : "";
     setError($("#action-notice"), `Someone else answered first.${now}`);
-    this.onConflict();
+    this.hooks.onConflict();
   }
 
   clientForm(chatId, calls, tools) {
     const editors = calls.map((call) => {
       const tool = tools.get(call.tool_name) || {};
       const editor = resultEditor(tool.output_schema, call.tool_name);
-      const isError = h("input", { type: "checkbox", class: "is-error", id: `is-error-${call.tool_call_id}` });
+      // An error is said in words: the schema describes results, not errors.
+      const errorId = `error-text-${call.tool_call_id}`;
+      const errorText = h("textarea", { id: errorId, class: "error-text", rows: 2 });
+      const errorBox = h("div", { class: "field", hidden: true }, h("label", { for: errorId }, "What went wrong (shown to the model)"), errorText);
+      const isError = h("input", { type: "checkbox", class: "is-error", id: `is-error-${call.tool_call_id}`,
+        onchange: () => { show(editor.el, !isError.checked); show(errorBox, isError.checked); } });
       const fs = h("fieldset", { class: "call", dataset: { toolCallId: call.tool_call_id, kind: "client" } },
         h("legend", {}, call.tool_name),
         tool.description ? h("p", { class: "muted" }, tool.description) : null,
@@ -94,18 +107,20 @@ export class ActionPanel {
         h("pre", { class: "call-args" }, pretty(call.args ?? {})),
         editor.el,
         h("div", { class: "field check" }, isError, h("label", { for: `is-error-${call.tool_call_id}` }, "Report as an error")),
+        errorBox,
       );
-      return { call, editor, isError, fs };
+      return { call, editor, isError, errorText, fs };
     });
     const error = h("p", { class: "error call-error", role: "alert", hidden: true });
     const button = h("button", { type: "submit", id: "submit-results", class: "primary" }, calls.length > 1 ? "Send results" : "Send result");
-    const form = h("form", { id: "tool-results-form" }, editors.map((e) => e.fs), error, button);
+    // The editors check the values themselves, with messages that name the
+    // field; the browser's own checks would also block an error report.
+    const form = h("form", { id: "tool-results-form", novalidate: true }, editors.map((e) => e.fs), error, button);
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const results = [];
       for (const e of editors) {
-        // The schema describes results, not errors: an error is read loosely.
-        const r = e.editor.read(e.isError.checked);
+        const r = e.isError.checked ? { value: e.errorText.value } : e.editor.read();
         if (r.error) {
           setError(error, `${e.call.tool_name}: ${r.error}`);
           return;
@@ -115,9 +130,9 @@ export class ActionPanel {
       setError(error, "");
       button.disabled = true;
       try {
-        await this.api.post(this.api.chatPath(chatId, "/tool-results"), { results });
+        this.hooks.onChat(await this.api.post(this.api.chatPath(chatId, "/tool-results"), { results }));
       } catch (err) {
-        if (err.status === 409) this.conflict(err);
+        if (err.status === 409 && err.code === "status_conflict") this.conflict(err);
         else setError(error, err.message);
         button.disabled = false;
       }
@@ -133,12 +148,12 @@ export class ActionPanel {
       if (list.some((d) => !d)) return; // wait until every call is decided
       for (const b of wrap.querySelectorAll("button")) b.disabled = true;
       try {
-        await this.api.post(this.api.chatPath(chatId, "/approvals"), { decisions: list });
+        this.hooks.onChat(await this.api.post(this.api.chatPath(chatId, "/approvals"), { decisions: list }));
       } catch (err) {
         decisions.clear();
         for (const b of wrap.querySelectorAll("button")) b.disabled = false;
         for (const fs of wrap.querySelectorAll("fieldset")) fs.dataset.decision = "";
-        if (err.status === 409) {
+        if (err.status === 409 && err.code === "status_conflict") {
           this.conflict(err);
           return;
         }

@@ -5,7 +5,7 @@
 
 import { $, h, setError, show } from "./dom.js";
 import { EventStream } from "./sse.js";
-import { statusBadge } from "./status.js";
+import { connState, statusBadge } from "./status.js";
 
 const pageSize = 100;
 // When a title search is typed, pages are read until the list is complete
@@ -18,7 +18,10 @@ export class ChatList {
     this.hooks = hooks;
     this.chats = new Map(); // id → Chat, the newest version seen
     this.cursor = "";
-    this.loading = null;
+    this.run = null; // the current reload; older ones drop their results
+    this.held = null; // feed events that arrived during a reload
+    this.more = null; // the page being read by loadMore
+    this.deleted = new Set(); // ids the feed said were deleted: late copies stay out
     this.feed = null;
     this.currentId = null;
     this.el = $("#chat-list");
@@ -37,16 +40,9 @@ export class ChatList {
       token: this.api.token,
       onOpen: () => this.reload(),
       onEvent: (type, data) => this.event(type, data),
-      onState: (s) => { $("#feed-state").dataset.state = s; $("#feed-state").title = s === "connected" ? "Live" : "Reconnecting…"; },
+      onState: (s) => connState($("#feed-state"), s, "Chat list"),
       onEnd: (reason) => { if (reason === "unauthorized") this.hooks.onUnauthorized(); },
     });
-  }
-
-  stop() {
-    if (this.feed) this.feed.close();
-    this.feed = null;
-    this.chats.clear();
-    this.el.replaceChildren();
   }
 
   query(cursor) {
@@ -60,45 +56,82 @@ export class ChatList {
     return `/api/v1/chats?${q}`;
   }
 
-  // reload reads the first page again with the current filters.
-  async reload() {
-    const run = (async () => {
+  // reload reads the first page again with the current filters. Feed
+  // events that arrive while it is read are held and applied after it, so
+  // the page, older than they are, cannot undo them.
+  reload() {
+    const run = {};
+    this.run = run;
+    this.held = [];
+    const load = async () => {
       let page;
       try {
         page = await this.api.get(this.query(""));
       } catch (err) {
-        setError($("#filter-error"), err.status === 400 ? err.message : `Could not load the chats: ${err.message}`);
+        if (this.run === run) {
+          this.loadError(err);
+          this.replay();
+        }
         return;
       }
-      if (this.loading !== run) return; // a newer reload superseded this one
+      if (this.run !== run) return; // a newer reload superseded this one
       setError($("#filter-error"), "");
       this.chats.clear();
-      for (const c of page.chats) this.chats.set(c.id, c);
+      for (const c of page.chats) {
+        if (!this.deleted.has(c.id)) this.chats.set(c.id, c);
+      }
       this.cursor = page.next_cursor || "";
+      this.replay();
       this.render();
       if (this.filters.search.value.trim()) await this.loadAll(run);
-    })();
-    this.loading = run;
-    return run;
+    };
+    return load();
   }
 
-  async loadMore(run = this.loading) {
-    if (!this.cursor) return;
-    const page = await this.api.get(this.query(this.cursor));
-    if (this.loading !== run) return;
-    for (const c of page.chats) this.keep(c);
-    this.cursor = page.next_cursor || "";
-    this.render();
+  // replay applies the feed events held during a reload.
+  replay() {
+    const held = this.held || [];
+    this.held = null;
+    for (const [type, data] of held) this.event(type, data);
+  }
+
+  loadError(err) {
+    setError($("#filter-error"), err.status === 400 ? err.message : `Could not load the chats: ${err.message}`);
+  }
+
+  // loadMore reads the next page; a call while one is read waits for it.
+  loadMore() {
+    if (!this.cursor) return Promise.resolve();
+    if (this.more) return this.more;
+    const run = this.run;
+    const cursor = this.cursor;
+    this.more = (async () => {
+      try {
+        const page = await this.api.get(this.query(cursor));
+        if (this.run !== run) return;
+        for (const c of page.chats) {
+          if (!this.deleted.has(c.id)) this.keep(c);
+        }
+        this.cursor = page.next_cursor || "";
+        this.render();
+      } catch (err) {
+        if (this.run === run) this.loadError(err);
+        this.cursor = this.run === run ? "" : this.cursor; // stop a search's loop
+      } finally {
+        this.more = null;
+      }
+    })();
+    return this.more;
   }
 
   async loadAll(run) {
-    while (this.cursor && this.chats.size < searchLimit && this.loading === run) {
-      await this.loadMore(run);
+    while (this.cursor && this.chats.size < searchLimit && this.run === run) {
+      await this.loadMore();
     }
   }
 
   searchChanged() {
-    if (this.filters.search.value.trim() && this.cursor) this.loadAll(this.loading);
+    if (this.filters.search.value.trim() && this.cursor) this.loadAll(this.run);
     this.render();
   }
 
@@ -127,6 +160,7 @@ export class ChatList {
 
   // upsert takes a chat seen elsewhere (the open conversation, a new chat).
   upsert(c) {
+    if (this.deleted.has(c.id)) return;
     if (!this.matches(c)) {
       if (this.chats.delete(c.id)) this.render();
       return;
@@ -138,7 +172,12 @@ export class ChatList {
     if (type === "resync") return; // the stream reconnects and reloads
     const c = data && data.chat;
     if (!c) return;
+    if (this.held) {
+      this.held.push([type, data]);
+      return;
+    }
     if (type === "deleted") {
+      this.deleted.add(c.id);
       this.chats.delete(c.id);
       this.render();
       this.hooks.onDeleted(c.id);
@@ -149,7 +188,12 @@ export class ChatList {
 
   markCurrent(id) {
     this.currentId = id;
-    for (const li of this.el.children) li.classList.toggle("active", li.dataset.chatId === id);
+    for (const li of this.el.children) {
+      li.classList.toggle("active", li.dataset.chatId === id);
+      const a = li.querySelector("a");
+      if (li.dataset.chatId === id) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
   }
 
   render() {
@@ -164,7 +208,7 @@ export class ChatList {
 
   row(c) {
     const li = h("li", { class: "chat-item" + (c.id === this.currentId ? " active" : ""), dataset: { chatId: c.id, status: c.status } },
-      h("a", { href: `#/chats/${encodeURIComponent(c.id)}` },
+      h("a", { href: `#/chats/${encodeURIComponent(c.id)}`, "aria-current": c.id === this.currentId ? "page" : null },
         h("span", { class: "chat-title" }, c.title || "Untitled"),
         statusBadge(c.status),
         c.archived ? h("span", { class: "tag" }, "archived") : null,

@@ -7,7 +7,7 @@ import { $, setError, show } from "./dom.js";
 import { EventStream } from "./sse.js";
 import { MessageView, usageText } from "./messages.js";
 import { ActionPanel } from "./actions.js";
-import { busy, statusText } from "./status.js";
+import { busy, connState, statusText } from "./status.js";
 
 const historyPage = 200;
 
@@ -16,10 +16,11 @@ export class Conversation {
     this.api = api;
     this.hooks = hooks;
     this.id = null;
+    this.epoch = 0;
     this.chat = null;
     this.stream = null;
     this.view = new MessageView($("#messages"));
-    this.actions = new ActionPanel(api, () => this.reread());
+    this.actions = new ActionPanel(api, { onChat: (c) => this.setChat(c), onConflict: () => this.reread() });
     this.wire();
     this.stickToBottom();
   }
@@ -46,7 +47,9 @@ export class Conversation {
       this.send();
     });
     input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      // Enter sends, Shift+Enter is a new line; on a touch screen, whose
+      // keyboard has no Shift+Enter, Enter is a new line and Send sends.
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing && finePointer()) {
         e.preventDefault();
         this.send();
       }
@@ -83,9 +86,13 @@ export class Conversation {
     });
   }
 
+  // open shows chat id. Each open has its own epoch, so the awaits of an
+  // earlier open (of this chat or another) do nothing once it is left.
   async open(id) {
     if (id === this.id) return;
     this.close();
+    const epoch = ++this.epoch;
+    const left = () => this.epoch !== epoch;
     this.id = id;
     this.stick = true;
     const main = $("#chat");
@@ -95,22 +102,24 @@ export class Conversation {
     setError($("#composer-error"), "");
     try {
       const c = await this.api.get(this.api.chatPath(id));
-      if (this.id !== id) return;
+      if (left()) return;
       this.setChat(c);
-      await this.readHistory(id);
+      await this.readHistory(id, left);
     } catch (err) {
-      if (this.id !== id) return;
+      if (left()) return;
       if (err.status === 404) this.gone("This chat does not exist (or was deleted).");
       else this.composerError(`Could not load the chat: ${err.message}`);
       return;
     }
-    if (this.id !== id) return;
+    if (left()) return;
     this.readQueue();
     this.follow(id);
-    $("#composer-input").focus();
+    // On a phone, focusing would pop up the keyboard over the chat.
+    if (finePointer()) $("#composer-input").focus();
   }
 
   close() {
+    this.epoch++;
     if (this.stream) this.stream.close();
     this.stream = null;
     this.id = null;
@@ -131,11 +140,11 @@ export class Conversation {
     this.hooks.onGone(id);
   }
 
-  async readHistory(id) {
+  async readHistory(id, left) {
     let after = 0;
     for (;;) {
       const page = await this.api.get(this.api.chatPath(id, `/messages?after=${after}&limit=${historyPage}`));
-      if (this.id !== id) return;
+      if (left()) return;
       for (const m of page.messages) this.view.add(m);
       if (page.messages.length < historyPage) return;
       after = page.messages[page.messages.length - 1].id;
@@ -146,12 +155,13 @@ export class Conversation {
   // (re)connect sends the step in progress again from its start, so the
   // draft is dropped on open.
   follow(id) {
+    if (this.stream) this.stream.close();
     this.stream = new EventStream({
       url: this.api.chatPath(id, "/stream"),
       token: this.api.token,
       lastEventId: String(this.view.lastId),
       onOpen: () => this.view.dropDraft(),
-      onState: (s) => { $("#stream-state").dataset.state = s; $("#stream-state").title = s === "connected" ? "Live" : "Reconnecting…"; },
+      onState: (s) => connState($("#stream-state"), s, "Conversation"),
       onEvent: (type, data) => this.event(type, data),
       onEnd: (reason) => {
         if (reason === "unauthorized") this.hooks.onUnauthorized();
@@ -183,10 +193,10 @@ export class Conversation {
       }
       case "error":
         this.showError({ kind: data.kind, message: data.message });
+        this.view.dropDraft(); // a failed call leaves no message
         break;
-      case "action_required":
-        if (this.chat) this.actions.update({ ...this.chat, status: "requires_action", required_action: { tool_calls: data.tool_calls, deadline: data.deadline } });
-        break;
+      // action_required needs nothing more: the status event before it
+      // carries the chat with its required_action.
     }
   }
 
@@ -209,6 +219,8 @@ export class Conversation {
     if (c.status === "error" && c.last_error) this.showError(c.last_error);
     else show($("#chat-error"), false);
     if (c.status !== "running" && c.status !== "pending") show($("#retry-notice"), false);
+    // No step is in progress: a draft left (a failed call stores nothing) goes.
+    if (c.status !== "running") this.view.dropDraft();
     this.view.waiting(c.status === "requires_action" && c.required_action ? c.required_action.tool_calls : []);
     this.actions.update(c);
     this.hooks.onChat(c);
@@ -240,20 +252,23 @@ export class Conversation {
   async send() {
     const input = $("#composer-input");
     const text = input.value;
-    if (!text.trim() || !this.id) return;
     const id = this.id;
+    if (!text.trim() || !id || this.sending) return;
+    this.sending = true;
     $("#send").disabled = true;
     try {
       const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: text, busy: "queue" });
-      input.value = "";
+      if (this.id !== id) return; // the composer belongs to another chat now
+      // Keep only what was typed while the message was sent.
+      input.value = input.value.startsWith(text) ? input.value.slice(text.length).trimStart() : input.value;
       setError($("#composer-error"), "");
       setError($("#action-notice"), "");
-      if (this.id !== id) return;
       if (r.message) this.view.add(r.message, true);
       if (r.queued) this.readQueue();
     } catch (err) {
-      this.composerError(err.message);
+      if (this.id === id) this.composerError(err.message);
     } finally {
+      this.sending = false;
       $("#send").disabled = false;
     }
   }
@@ -307,4 +322,11 @@ export class Conversation {
       return false;
     }
   }
+}
+
+// finePointer says whether the main pointer is not a touch screen (a
+// mouse, or none at all): there, Enter sends and opening a chat focuses
+// the composer.
+function finePointer() {
+  return !matchMedia("(pointer: coarse)").matches;
 }

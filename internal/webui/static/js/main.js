@@ -9,16 +9,22 @@ import { NewChatDialog } from "./newchat.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
+const reasonKey = "parley.signed-out"; // why the last sign-out happened, shown once
 
 // takeTokenFromURL moves a token given in the URL fragment ("#token=…", the
 // sign-in link parley serve prints) into storage and removes it from the
-// address bar at once, so it stays out of the history and of screenshots.
-// The fragment is never sent to the server.
+// address bar at once, so it does not stay on screen or in this page's
+// history entry. The fragment is never sent to the server. It runs once, as
+// the page loads: a link inside the page (one a model wrote, say) cannot
+// swap the token. A link with another token than the one stored asks first.
 function takeTokenFromURL() {
   const m = /^#token=([^&]+)/.exec(location.hash);
   if (!m) return;
-  localStorage.setItem(tokenKey, decodeURIComponent(m[1]));
   history.replaceState(null, "", location.pathname + location.search + "#/");
+  const token = decodeURIComponent(m[1]);
+  const stored = localStorage.getItem(tokenKey);
+  if (stored && stored !== token && !confirm("This link signs in with another token than the one in use here. Switch to it?")) return;
+  localStorage.setItem(tokenKey, token);
 }
 
 function applyTheme() {
@@ -39,7 +45,7 @@ function setupTheme() {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
 }
 
-let session = null; // {api, list, conversation, newChat} while signed in
+let session = null; // {api, list, conversation, newChat} once signed in
 
 function showLogin(message) {
   document.body.dataset.signedIn = "false";
@@ -52,27 +58,29 @@ function showLogin(message) {
   $("#login-token").focus();
 }
 
+// signOut forgets the token and starts the page afresh, so nothing of the
+// session (streams, listeners, chats in memory) outlives it.
 function signOut(message) {
   localStorage.removeItem(tokenKey);
-  if (session) {
-    session.list.stop();
-    session.conversation.close();
-    session = null;
-  }
-  showLogin(message);
+  if (message) sessionStorage.setItem(reasonKey, message);
+  location.replace(location.pathname + "#/");
+  location.reload();
 }
 
+// start builds the signed-in page once; a sign-out reloads the page.
 function start(token) {
-  const api = new API(token, () => signOut("The server refused the token (it may have been revoked). Sign in again."));
+  if (session) return;
+  const refused = () => signOut("The server refused the token (it may have been revoked). Sign in again.");
+  const api = new API(token, refused);
   const conversation = new Conversation(api, {
     onChat: (c) => session && session.list.upsert(c),
     onGone: () => { location.hash = "#/"; },
-    onUnauthorized: () => signOut("The server refused the token. Sign in again."),
+    onUnauthorized: refused,
   });
   const list = new ChatList(api, {
     current: () => conversation.id,
     onDeleted: (id) => { if (conversation.id === id) conversation.gone("This chat was deleted."); },
-    onUnauthorized: () => signOut("The server refused the token. Sign in again."),
+    onUnauthorized: refused,
   });
   const newChat = new NewChatDialog(api, { onCreated: (c) => { list.upsert(c); location.hash = `#/chats/${c.id}`; } });
   session = { api, list, conversation, newChat };
@@ -126,13 +134,15 @@ function main() {
     $("#toggle-sidebar").setAttribute("aria-expanded", String(open));
   });
   addEventListener("hashchange", () => {
-    takeTokenFromURL();
     document.body.dataset.sidebar = "closed";
+    $("#toggle-sidebar").setAttribute("aria-expanded", "false");
     route();
   });
+  const reason = sessionStorage.getItem(reasonKey) || "";
+  sessionStorage.removeItem(reasonKey);
   const token = localStorage.getItem(tokenKey);
   if (token) signIn(token);
-  else showLogin("");
+  else showLogin(reason);
 }
 
 main();

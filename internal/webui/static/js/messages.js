@@ -55,11 +55,11 @@ export class MessageView {
     const li = h("li", { class: "msg", dataset: { role: m.role, messageId: String(m.id) } });
     if (m.role === "tool") {
       li.hidden = true;
-      for (const p of m.parts) this.outcome(p);
+      for (const p of m.parts || []) this.outcome(p);
       return li;
     }
     li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
-    for (const p of m.parts) {
+    for (const p of m.parts || []) {
       if (p.type === "text") li.append(this.text(m.role, p.text));
       else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
@@ -273,7 +273,7 @@ export class MessageView {
     for (const el of this.queuedEls) el.remove();
     this.queuedEls = list.map((q) => h("li", { class: "msg queued", dataset: { role: "user", queuedId: String(q.id) } },
       h("div", { class: "msg-role" }, "You ", h("span", { class: "queued-label" }, "queued")),
-      h("div", { class: "msg-text plain" }, q.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n"))));
+      h("div", { class: "msg-text plain" }, (q.parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n"))));
     this.ol.append(...this.queuedEls);
   }
 }

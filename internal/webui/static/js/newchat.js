@@ -23,13 +23,12 @@ export class NewChatDialog {
     $("#new-message").focus();
     try {
       const [models, tools] = await Promise.all([this.api.get("/api/v1/models"), this.api.get("/api/v1/tools")]);
-      const select = $("#new-model");
-      const keep = select.value;
-      select.replaceChildren(...models.models.map((m) => {
+      $("#new-model").replaceChildren(...models.models.map((m) => {
         const o = document.createElement("option");
         o.value = m.name;
         o.textContent = m.default ? `${m.name} (default)` : m.name;
-        o.selected = keep ? m.name === keep : Boolean(m.default);
+        // defaultSelected, so that the form's reset selects the default again.
+        o.defaultSelected = o.selected = Boolean(m.default);
         return o;
       }));
       const names = (tools.tools || []).map((t) => t.name);

@@ -22,14 +22,13 @@ function formable(schema) {
     Object.values(schema.properties).every(plain);
 }
 
-// resultEditor returns {el, read} for one call's result; read(loose) gives
-// {value} or {error}. A loose read (an error result) skips the schema and
-// takes text that is not JSON as a string. name names the tool in labels.
+// resultEditor returns {el, read} for one call's result; read() gives
+// {value} or {error}. name names the tool in labels.
 export function resultEditor(schema, name) {
   const validator = schema ? new Validator(schema, "2020-12", false) : null;
   const errorEl = h("p", { class: "json-error error", role: "alert", hidden: true });
-  const check = (value, loose) => {
-    if (!validator || loose) return { value };
+  const check = (value) => {
+    if (!validator) return { value };
     const r = validator.validate(value);
     if (r.valid) return { value };
     const first = r.errors.filter((e) => e.instanceLocation !== "#" || r.errors.length === 1).pop() || r.errors[0];
@@ -43,9 +42,9 @@ export function resultEditor(schema, name) {
   };
   if (formable(schema)) {
     const form = schema.type === "object" && !plain(schema) ? objectForm(schema) : valueForm(schema, name);
-    return { el: h("div", { class: "result-form" }, form.el, errorEl), read: (loose) => {
+    return { el: h("div", { class: "result-form" }, form.el, errorEl), read: () => {
       const r = form.read();
-      return done(r.error ? r : check(r.value, loose));
+      return done(r.error ? r : check(r.value));
     } };
   }
   const id = `json-${++seq}`;
@@ -54,16 +53,16 @@ export function resultEditor(schema, name) {
   const hint = schema ? h("details", { class: "schema-hint", id: `${id}-hint` }, h("summary", {}, "Output schema"), h("pre", {}, JSON.stringify(schema, null, 2))) : h("span", { id: `${id}-hint`, hidden: true });
   return {
     el: h("div", { class: "result-json" }, h("label", { for: id }, label), area, hint, errorEl),
-    read: (loose) => {
+    read: () => {
       const text = area.value;
       let value;
       try {
         value = JSON.parse(text);
       } catch (err) {
-        if (schema && !loose) return done({ error: `Not valid JSON: ${err.message}` });
+        if (schema) return done({ error: `Not valid JSON: ${err.message}` });
         value = text;
       }
-      return done(check(value, loose));
+      return done(check(value));
     },
   };
 }

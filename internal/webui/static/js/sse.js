@@ -6,6 +6,10 @@
 
 const minDelay = 500;
 const maxDelay = 10000;
+// The server writes at least a keep-alive comment every 15 s: a stream
+// silent for longer than this is dead (a laptop that slept, a network that
+// changed) and is opened again.
+const silentLimit = 45000;
 
 export class EventStream {
   // opts: url, token, lastEventId (optional), onOpen(), onEvent(type, data, id),
@@ -81,37 +85,55 @@ export class EventStream {
 
   async read(body, ctl) {
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    const ev = { type: "", data: [], id: null }; // the event being read
     let buf = "";
-    let type = "";
-    let data = [];
-    let id = null;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || ctl.signal.aborted) return;
-      buf += value;
-      let nl;
-      while ((nl = buf.search(/\r\n|\n|\r/)) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
-        if (line === "") {
-          if (id !== null) this.lastEventId = id;
-          if (data.length > 0) this.dispatch(type || "message", data.join("\n"), id);
-          type = "";
-          data = [];
-          id = null;
+    let watchdog = 0;
+    const heard = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => ctl.abort(), silentLimit);
+    };
+    try {
+      heard();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || ctl.signal.aborted) return;
+        heard();
+        buf += value;
+        // A line ends at \n, \r\n or \r; a \r last in the buffer waits,
+        // as the \n of its \r\n may come in the next chunk.
+        let nl;
+        while ((nl = buf.search(/\r\n|\n|\r(?=.)/s)) >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+          this.line(line, ev);
           if (this.closed || ctl !== this.ctl) return;
-          continue;
         }
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let val = colon < 0 ? "" : line.slice(colon + 1);
-        if (val.startsWith(" ")) val = val.slice(1);
-        if (field === "event") type = val;
-        else if (field === "data") data.push(val);
-        else if (field === "id") id = val;
       }
+    } finally {
+      clearTimeout(watchdog);
     }
+  }
+
+  // line takes one line of the stream into ev, dispatching ev at the blank
+  // line that ends it.
+  line(line, ev) {
+    if (line === "") {
+      if (ev.id !== null) this.lastEventId = ev.id;
+      const { type, data, id } = ev;
+      ev.type = "";
+      ev.data = [];
+      ev.id = null;
+      if (data.length > 0) this.dispatch(type || "message", data.join("\n"), id);
+      return;
+    }
+    if (line.startsWith(":")) return; // a comment: keep-alive
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let val = colon < 0 ? "" : line.slice(colon + 1);
+    if (val.startsWith(" ")) val = val.slice(1);
+    if (field === "event") ev.type = val;
+    else if (field === "data") ev.data.push(val);
+    else if (field === "id") ev.id = val;
   }
 
   dispatch(type, raw, id) {
@@ -126,7 +148,13 @@ export class EventStream {
       this.end("unauthorized");
       return;
     }
-    this.opts.onEvent(type, data, id);
+    try {
+      this.opts.onEvent(type, data, id);
+    } catch (err) {
+      // A fault of the page must not end the stream (nor skip the events
+      // after this one): report it and read on.
+      console.error(`handling the ${type} event:`, err);
+    }
     if (type === "resync") this.reconnectNow();
   }
 }

@@ -24,3 +24,12 @@ export function statusBadge(s) {
 export function busy(s) {
   return s === "pending" || s === "running" || s === "requires_action";
 }
+
+// connState shows a stream's state on its dot, in words too (title and
+// label), not only by its colour.
+export function connState(el, state, what) {
+  el.dataset.state = state;
+  const words = `${what}: ${state === "connected" ? "live" : "reconnecting…"}`;
+  el.title = words;
+  el.setAttribute("aria-label", words);
+}
