@@ -236,16 +236,8 @@ func (b *browser) waitConnections(state string) {
 // server it replaces must have ended; startUI's cleanup stops the new one.
 func (u *uiServer) restart(t *testing.T, addr string) {
 	t.Helper()
-	cmd := command(u.dir, u.env, append(append([]string{"serve"}, u.args...), "--listen", addr)...)
-	s := &server{t: t, cmd: cmd, token: u.token, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
+	s := startProcess(t, command(u.dir, u.env, append(append([]string{"serve"}, u.args...), "--listen", addr)...))
+	s.token = u.token
 	u.server = s
 	l, ok := s.stdout.waitLine("parley listening on http://", s.exited)
 	if !ok {

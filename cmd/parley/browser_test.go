@@ -454,18 +454,7 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
 	fake := llmtest.NewOpenAIChat(t)
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`default_model: fake
-models:
-  - name: fake
-    provider: openai
-    model: gpt-test
-    base_url: %s
-    api_key_env: %s
-`, fake.URL, fakeKeyEnv) + strings.Join(extraConfig, "")
-	path := filepath.Join(dir, "parley.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := fakeModelConfig(t, dir, fake.URL, strings.Join(extraConfig, ""))
 	dataDir := filepath.Join(dir, "data")
 	// Registered before the server's own cleanup, so it runs after it.
 	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })

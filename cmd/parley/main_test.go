@@ -179,16 +179,7 @@ func startServe(t *testing.T, dir string, env []string, args ...string) *server 
 // without waiting for anything.
 func launchServe(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	cmd := command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	s := &server{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
+	s := startProcess(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
 	// Registered first, so it runs last: once the process has ended, the
 	// histories it wrote are checked.
 	if db := sqlitePath(dir, env, args); db != "" {
@@ -198,10 +189,26 @@ func launchServe(t *testing.T, dir string, env []string, args ...string) *server
 		select {
 		case <-s.exited:
 		default:
-			cmd.Process.Kill()
+			s.cmd.Process.Kill()
 			<-s.exited
 		}
 	})
+	return s
+}
+
+// startProcess starts cmd with its output recorded; s.exited closes when
+// it ends.
+func startProcess(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
+	s := &server{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
 	return s
 }
 

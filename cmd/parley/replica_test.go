@@ -132,6 +132,18 @@ const fakeKeyEnv = "FAKE_OPENAI_KEY"
 // the given lease, and returns its path.
 func replicaConfig(t *testing.T, dir, fakeURL, leaseTTL string) string {
 	t.Helper()
+	return fakeModelConfig(t, dir, fakeURL, fmt.Sprintf(`engine:
+  lease_ttl: %s
+  heartbeat: 500ms
+  poll_interval: 500ms
+`, leaseTTL))
+}
+
+// fakeModelConfig writes dir/parley.yaml, whose only model is the
+// OpenAI-compatible fake at fakeURL (its key in fakeKeyEnv), followed by
+// extra, and returns its path.
+func fakeModelConfig(t *testing.T, dir, fakeURL, extra string) string {
+	t.Helper()
 	cfg := fmt.Sprintf(`default_model: fake
 models:
   - name: fake
@@ -139,11 +151,7 @@ models:
     model: gpt-test
     base_url: %s
     api_key_env: %s
-engine:
-  lease_ttl: %s
-  heartbeat: 500ms
-  poll_interval: 500ms
-`, fakeURL, fakeKeyEnv, leaseTTL)
+`, fakeURL, fakeKeyEnv) + extra
 	path := filepath.Join(dir, "parley.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
