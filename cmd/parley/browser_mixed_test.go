@@ -78,3 +78,19 @@ func TestBrowserTokenLinkInPage(t *testing.T) {
 		t.Errorf("signed in: %q after a link inside the page", in)
 	}
 }
+
+// TestBrowserCreateWarnings: what the server notes about a new chat (a
+// tool glob that matches no tool) is shown in the chat the dialog opens.
+func TestBrowserCreateWarnings(t *testing.T) {
+	t.Parallel()
+	u := startUI(t)
+	b := newBrowser(t, desktop)
+	b.signIn(u)
+	b.click("#new-chat")
+	b.typeInto("#new-title", "warned")
+	b.click("#new-chat-form details > summary")
+	b.typeInto("#new-tools", "current_time, nomatch_*")
+	b.click("#new-create")
+	b.visible("main#chat")
+	b.waitText("the warning shows", "#action-notice", `t.includes("nomatch_*") && t.includes("matches no server-side tool")`)
+}

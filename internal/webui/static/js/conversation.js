@@ -86,6 +86,11 @@ export class Conversation {
     });
   }
 
+  // noteOnOpen shows text in chat id's notice when it is opened next.
+  noteOnOpen(id, text) {
+    this.note = { id, text };
+  }
+
   // open shows chat id. Each open has its own epoch, so the awaits of an
   // earlier open (of this chat or another) do nothing once it is left.
   async open(id) {
@@ -100,6 +105,8 @@ export class Conversation {
     show(main, true);
     $("#chat-title").textContent = "";
     setError($("#composer-error"), "");
+    if (this.note && this.note.id === id) setError($("#action-notice"), this.note.text);
+    this.note = null;
     try {
       const c = await this.api.get(this.api.chatPath(id));
       if (left()) return;

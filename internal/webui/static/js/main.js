@@ -82,7 +82,15 @@ function start(token) {
     onDeleted: (id) => { if (conversation.id === id) conversation.gone("This chat was deleted."); },
     onUnauthorized: refused,
   });
-  const newChat = new NewChatDialog(api, { onCreated: (c) => { list.upsert(c); location.hash = `#/chats/${c.id}`; } });
+  const newChat = new NewChatDialog(api, {
+    onCreated: (c) => {
+      list.upsert(c);
+      // What the server noted about the request (a tool glob that matches
+      // nothing, say) is shown in the new chat.
+      if (c.warnings && c.warnings.length) conversation.noteOnOpen(c.id, `Note: ${c.warnings.join("; ")}`);
+      location.hash = `#/chats/${c.id}`;
+    },
+  });
   session = { api, list, conversation, newChat };
   document.body.dataset.signedIn = "true";
   show($("#login-view"), false);
