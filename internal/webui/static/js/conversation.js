@@ -114,8 +114,17 @@ export class Conversation {
       await this.readHistory(id, left);
     } catch (err) {
       if (left()) return;
-      if (err.status === 404) this.gone("This chat does not exist (or was deleted).");
-      else this.composerError(`Could not load the chat: ${err.message}`);
+      if (err.status === 404) {
+        this.gone("This chat does not exist (or was deleted).");
+        return;
+      }
+      // The server may be restarting: try again while the chat is open.
+      this.composerError(`Could not load the chat: ${err.message} Trying again…`);
+      setTimeout(() => {
+        if (left()) return;
+        this.id = null;
+        this.open(id);
+      }, 2000);
       return;
     }
     if (left()) return;
