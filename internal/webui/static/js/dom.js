@@ -61,7 +61,7 @@ export function globs(text) {
   return text.split(",").map((s) => s.trim()).filter(Boolean);
 }
 
-// relativeTime says how far t is from now, for deadlines: "4m 05s".
+// countdown says how long ms milliseconds are, for deadlines: "4m 05s".
 export function countdown(ms) {
   if (ms <= 0) return "passed";
   const s = Math.floor(ms / 1000);

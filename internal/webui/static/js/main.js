@@ -78,7 +78,6 @@ function start(token) {
     onUnauthorized: refused,
   });
   const list = new ChatList(api, {
-    current: () => conversation.id,
     onDeleted: (id) => { if (conversation.id === id) conversation.gone("This chat was deleted."); },
     onUnauthorized: refused,
   });

@@ -201,7 +201,7 @@ function highlightText(text, language) {
  * @param {{streaming?: boolean}} [options] streaming: skip unclosed fences
  *   and guessing, and bound the time spent (see the top of this file)
  */
-export function highlightIn(root, { streaming = false } = {}) {
+function highlightIn(root, { streaming = false } = {}) {
 	const start = streaming ? performance.now() : 0;
 	for (const code of root.querySelectorAll("pre > code")) {
 		if (code.classList.contains("hljs")) continue;
@@ -236,13 +236,12 @@ export function highlightIn(root, { streaming = false } = {}) {
 /**
  * Renders Markdown to a sanitised DocumentFragment, ready to be appended
  * (e.g. el.replaceChildren(renderMarkdown(text))).
- * @param {string} text Markdown; raw HTML in it is sanitised
- * @param {{streaming?: boolean, highlight?: boolean}} [options]
- *   streaming: the text is still growing (see the top of this file);
- *   highlight: false leaves all code plain (default true)
+ * @param {string} text Markdown; raw HTML in it is shown as text
+ * @param {{streaming?: boolean}} [options]
+ *   streaming: the text is still growing (see the top of this file)
  * @returns {DocumentFragment}
  */
-export function renderMarkdown(text, { streaming = false, highlight = true } = {}) {
+export function renderMarkdown(text, { streaming = false } = {}) {
 	let html;
 	try {
 		html = marked.parse(String(text ?? ""));
@@ -257,6 +256,6 @@ export function renderMarkdown(text, { streaming = false, highlight = true } = {
 	}
 	const frag = purify.sanitize(html, PURIFY_CONFIG);
 	replaceImages(frag);
-	if (highlight) highlightIn(frag, { streaming });
+	highlightIn(frag, { streaming });
 	return frag;
 }

@@ -23,10 +23,6 @@ export class MessageView {
     this.waits = new Map(); // tool_call_id → kind, of the calls the chat waits for
   }
 
-  has(id) {
-    return this.items.has(id);
-  }
-
   // add renders a durable message once; a repeat of a known id is ignored.
   // live says the message arrived as it happened (not read from history),
   // so the time between a call and its result is the call's duration.
