@@ -149,9 +149,3 @@ func SyntheticResults(calls []ToolCall, reason string) []Part {
 	}
 	return parts
 }
-
-// PendingDynamicCalls returns the calls a requires_action chat waits for
-// its client to answer: the pending actions of kind ActionClient.
-func PendingDynamicCalls(history []Message, dynamic []DynamicTool) []ToolCall {
-	return OfKind(PendingActions(history, dynamic), ActionClient)
-}

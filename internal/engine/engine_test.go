@@ -100,7 +100,7 @@ func TestDynamicToolRequiresActionThenDeadlineResumes(t *testing.T) {
 		t.Fatalf("requires_action chat: deadline %v, worker %q", c.ActionDeadline, c.WorkerID)
 	}
 	var waitsFor []string
-	for _, call := range chat.PendingDynamicCalls(h.history(c.ID), c.DynamicTools) {
+	for _, call := range chat.OfKind(chat.PendingActions(h.history(c.ID), c.DynamicTools), chat.ActionClient) {
 		waitsFor = append(waitsFor, call.ToolCallID)
 	}
 	wantMessages(t, "calls the chat waits for", waitsFor, "w1", "w2")

@@ -105,14 +105,7 @@ func (f *Facade) waitingFor(ctx context.Context, owner string, results []chat.Pa
 			return chat.Chat{}, false, err
 		}
 		for _, c := range page.Chats {
-			if c.RequiredAction == nil {
-				continue
-			}
-			pending := chat.OfKind(c.RequiredAction.ToolCalls, chat.ActionClient)
-			want := make([]string, len(pending))
-			for i, p := range pending {
-				want[i] = p.ToolCallID
-			}
+			want := clientCalls(c)
 			slices.Sort(want)
 			if len(want) > 0 && slices.Equal(want, ids) {
 				return c, true, nil
@@ -129,13 +122,9 @@ func (f *Facade) waitingFor(ctx context.Context, owner string, results []chat.Pa
 // waits for: submitting them as its tool results resumes it, with its
 // hidden server-side steps still in the model's context.
 func (f *Facade) continueChat(ctx context.Context, owner string, c chat.Chat, results []chat.Part) (target, error) {
-	tail, err := f.st.LastTurn(ctx, c.ID)
+	baseline, err := f.lastMessage(ctx, c.ID)
 	if err != nil {
-		return target{}, fmt.Errorf("read the last turn of %s: %w", c.ID, err)
-	}
-	var baseline int64
-	for _, m := range tail {
-		baseline = max(baseline, m.ID)
+		return target{}, err
 	}
 	submit := make([]service.ToolResult, len(results))
 	for i, p := range results {

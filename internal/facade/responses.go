@@ -81,7 +81,7 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 	prev := req.PreviousResponseID
 	notFound := &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "previous_response_not_found",
 		Param: strPtr("previous_response_id"), Message: fmt.Sprintf("Previous response with id %q not found.", prev)}
-	id, _, ok := parseResponseID(prev)
+	id, ok := parseResponseID(prev)
 	if !ok {
 		return target{}, notFound
 	}

@@ -25,18 +25,19 @@ func responseID(id string, baseline int64) string {
 	return fmt.Sprintf("resp_%s_%d", id, baseline)
 }
 
-// parseResponseID reads the chat id and baseline of a response id.
-func parseResponseID(s string) (string, int64, bool) {
+// parseResponseID reads the chat id of a response id (its baseline must be
+// well formed, but the caller needs only the chat).
+func parseResponseID(s string) (string, bool) {
 	rest, ok := strings.CutPrefix(s, "resp_")
 	i := strings.LastIndexByte(rest, '_')
 	if !ok || i <= 0 {
-		return "", 0, false
+		return "", false
 	}
 	var n int64
 	if _, err := fmt.Sscanf(rest[i+1:], "%d", &n); err != nil || fmt.Sprint(n) != rest[i+1:] {
-		return "", 0, false
+		return "", false
 	}
-	return rest[:i], n, true
+	return rest[:i], true
 }
 
 func newRespResponder(req *responsesRequest, c chat.Chat, baseline int64) *respResponder {

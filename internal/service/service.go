@@ -74,12 +74,9 @@ func (s *Service) limits() chat.Limits { return s.cfg.Limits.Chat() }
 // GetChat returns the owner's chat; store.ErrNotFound if it does not exist
 // or belongs to another owner.
 func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, error) {
-	c, err := s.st.GetChat(ctx, id)
+	c, err := s.owned(ctx, owner, id)
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
-	}
-	if c.Owner != owner {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
+		return chat.Chat{}, err
 	}
 	if err := s.withRequiredAction(ctx, s.st, &c); err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
@@ -105,7 +102,7 @@ func (s *Service) ListChats(ctx context.Context, owner string, q store.ChatQuery
 // ListMessages returns up to limit messages of the owner's chat with id >
 // after, in id order.
 func (s *Service) ListMessages(ctx context.Context, owner, id string, after int64, limit int) ([]chat.Message, error) {
-	if _, err := s.GetChat(ctx, owner, id); err != nil {
+	if _, err := s.owned(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	msgs, err := s.st.ListMessages(ctx, id, after, limit)
@@ -118,7 +115,7 @@ func (s *Service) ListMessages(ctx context.Context, owner, id string, after int6
 // ListQueued returns the messages waiting in the queue of owner's chat id,
 // in arrival order: sent while the chat was busy, not in the history yet.
 func (s *Service) ListQueued(ctx context.Context, owner, id string) ([]chat.QueuedMessage, error) {
-	if _, err := s.GetChat(ctx, owner, id); err != nil {
+	if _, err := s.owned(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	q, err := s.st.ListQueued(ctx, id)
@@ -126,6 +123,20 @@ func (s *Service) ListQueued(ctx context.Context, owner, id string) ([]chat.Queu
 		return nil, fmt.Errorf("list queued messages of %s: %w", id, err)
 	}
 	return q, nil
+}
+
+// owned reads chat id and checks that it belongs to owner (else
+// store.ErrNotFound). Its required action is not read: reads of a chat's
+// messages or queue need only the check.
+func (s *Service) owned(ctx context.Context, owner, id string) (chat.Chat, error) {
+	c, err := s.st.GetChat(ctx, id)
+	if err == nil && c.Owner != owner {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	return c, nil
 }
 
 // lockOwned locks a chat inside tx and checks that owner owns it.
