@@ -193,7 +193,10 @@ func (c *Client) SubmitToolResults(ctx context.Context, id string, results []Too
 // passed, an interrupt) is a 409 *APIError whose Details["status"] names the
 // status. Missing, unknown or duplicate ids are a 400 naming them, and so
 // are edited Args that do not match the tool's input schema (the message
-// carries the validation error); a 400 changes nothing.
+// carries the validation error); a 400 changes nothing. Edited Args of a
+// tool the server does not offer at that moment (its MCP server is
+// reconnecting) are a 409 with Code "tool_unavailable": try again later, or
+// decide without edits.
 func (c *Client) Decide(ctx context.Context, id string, decisions []Decision) (Chat, error) {
 	if decisions == nil {
 		decisions = []Decision{}
