@@ -1298,14 +1298,3 @@ func (c clearing) Write(p []byte) (int, error) {
 	c.status.clear()
 	return c.w.Write(p)
 }
-
-// isTerminal reports whether w is a terminal (a character device; TERM not
-// "dumb").
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -147,7 +146,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	// person reading it would see the address twice, so it is debug there.
 	fmt.Fprintf(a.stdout, "parley listening on %s\n", openableURL(ln.Addr()))
 	level := slog.LevelInfo
-	if readAtTerminal(a.stdout) {
+	if isTerminal(a.stdout) {
 		level = slog.LevelDebug
 	}
 	a.log.Log(ctx, level, "listening", "addr", ln.Addr().String(), "url", openableURL(ln.Addr()))
@@ -186,19 +185,4 @@ func openableURL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// readAtTerminal tells whether w is a terminal, where a person reads it (a
-// character device other than /dev/null).
-func readAtTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(fi, null)
 }
