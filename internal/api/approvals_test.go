@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,42 +314,7 @@ func TestApprovalFirstPostWinsAcrossReplicas(t *testing.T) {
 	a.waitFor(tok, c.ID, chat.RequiresAction)
 
 	body, _ := json.Marshal(decide("c1", true, nil))
-	const n = 50
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	release := make(chan struct{})
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			<-release
-			req, _ := http.NewRequest("POST", s.url+"/api/v1/chats/"+c.ID+"/approvals", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+tok)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			res.Body.Close()
-			codes[i] = res.StatusCode
-		})
-	}
-	close(release)
-	wg.Wait()
-	won, conflicts := 0, 0
-	for _, code := range codes {
-		switch code {
-		case http.StatusOK:
-			won++
-		case http.StatusConflict:
-			conflicts++
-		}
-	}
-	if won != 1 || conflicts != n-1 {
-		t.Fatalf("%d won and %d conflicts of %d: %v", won, conflicts, n, codes)
-	}
+	expectOneWinner(t, postAtOnce(t, []*server{a, b}, "/api/v1/chats/"+c.ID+"/approvals", tok, body, 50))
 	b.waitFor(tok, c.ID, chat.Waiting)
 	if at.adds.Load() != 1 {
 		t.Fatalf("add ran %d times, want once", at.adds.Load())

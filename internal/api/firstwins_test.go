@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -56,44 +54,7 @@ func TestToolResultsFirstPostWinsAcrossReplicas(t *testing.T) {
 		{"tool_call_id": "call_w", "output": map[string]any{"sky": "sunny"}},
 	}})
 	const n = 50
-	type answerOf struct {
-		status int
-		body   []byte
-	}
-	answers := make([]answerOf, n)
-	var wg sync.WaitGroup
-	barrier := make(chan struct{})
-	for i := range n {
-		replica := a
-		if i%2 == 1 {
-			replica = b
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-barrier
-			req, err := http.NewRequest("POST", replica.url+"/api/v1/chats/"+c.ID+"/tool-results", bytes.NewReader(body))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+tok)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer res.Body.Close()
-			b, err := io.ReadAll(res.Body)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			answers[i] = answerOf{res.StatusCode, b}
-		}()
-	}
-	close(barrier)
-	wg.Wait()
+	answers := postAtOnce(t, []*server{a, b}, "/api/v1/chats/"+c.ID+"/tool-results", tok, body, n)
 
 	won := 0
 	refused := map[string]int{} // the statuses the 409s named

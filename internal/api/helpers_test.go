@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,4 +250,61 @@ func chatIDs(cs []chat.Chat) []string {
 		ids[i] = c.ID
 	}
 	return ids
+}
+
+// postAtOnce releases n POSTs of body to path together, the i-th to
+// replicas[i%len(replicas)], and returns their answers in order: the tests
+// of "the first submission wins".
+func postAtOnce(t *testing.T, replicas []*server, path, token string, body []byte, n int) []response {
+	t.Helper()
+	answers := make([]response, n)
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for i := range n {
+		s := replicas[i%len(replicas)]
+		wg.Go(func() {
+			<-release
+			req, err := http.NewRequest("POST", s.url+path, bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			answers[i] = response{status: res.StatusCode, header: res.Header, body: b}
+		})
+	}
+	close(release)
+	wg.Wait()
+	return answers
+}
+
+// expectOneWinner fails the test unless exactly one answer is 200 and all
+// the others 409.
+func expectOneWinner(t *testing.T, answers []response) {
+	t.Helper()
+	won, conflicts := 0, 0
+	codes := make([]int, len(answers))
+	for i, a := range answers {
+		codes[i] = a.status
+		switch a.status {
+		case http.StatusOK:
+			won++
+		case http.StatusConflict:
+			conflicts++
+		}
+	}
+	if won != 1 || conflicts != len(answers)-1 {
+		t.Fatalf("%d won and %d conflicts of %d: %v", won, conflicts, len(answers), codes)
+	}
 }

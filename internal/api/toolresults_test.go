@@ -1,13 +1,11 @@
 package api_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -137,40 +135,7 @@ func TestToolResultsFirstPostWins(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"results": []map[string]any{
 		{"tool_call_id": "d1", "output": 1}, {"tool_call_id": "d2", "output": 2},
 	}})
-	const n = 50
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			req, _ := http.NewRequest("POST", s.url+"/api/v1/chats/"+c.ID+"/tool-results", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+tok)
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			res.Body.Close()
-			codes[i] = res.StatusCode
-		}()
-	}
-	close(start)
-	wg.Wait()
-	ok, conflict := 0, 0
-	for _, code := range codes {
-		switch code {
-		case http.StatusOK:
-			ok++
-		case http.StatusConflict:
-			conflict++
-		}
-	}
-	if ok != 1 || conflict != n-1 {
-		t.Fatalf("%d successes and %d conflicts of %d, codes %v", ok, conflict, n, codes)
-	}
+	expectOneWinner(t, postAtOnce(t, []*server{s}, "/api/v1/chats/"+c.ID+"/tool-results", tok, body, 50))
 	results := 0
 	for _, m := range s.messages(tok, c.ID) {
 		for _, p := range m.Parts {
