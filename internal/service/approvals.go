@@ -114,11 +114,15 @@ func (s *Service) editedArgs(call chat.ToolCall, d Decision) (json.RawMessage, e
 	if a[0] != '{' || !json.Valid(a) {
 		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: fmt.Errorf("want a JSON object")}
 	}
-	if _, _, ok := s.describe(call.ToolName); !ok {
+	if s.tools == nil {
+		return nil, &UnavailableToolError{Tool: call.ToolName}
+	}
+	known, err := s.tools.CheckArgs(call.ToolName, a)
+	if !known {
 		// Its source is reconnecting, say: the args may be fine.
 		return nil, &UnavailableToolError{Tool: call.ToolName}
 	}
-	if err := s.tools.CheckArgs(call.ToolName, a); err != nil {
+	if err != nil {
 		return nil, &ArgsError{ToolCallID: call.ToolCallID, Err: err}
 	}
 	return d.Args, nil

@@ -78,4 +78,4 @@ func (n namedTools) Names() []string      { return n }
 func (n namedTools) Describe(name string) (string, string, bool) {
 	return "builtin", "", n.Has(name)
 }
-func (n namedTools) CheckArgs(string, json.RawMessage) error { return nil }
+func (n namedTools) CheckArgs(name string, _ json.RawMessage) (bool, error) { return n.Has(name), nil }

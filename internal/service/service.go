@@ -47,8 +47,9 @@ type ServerTools interface {
 	// Describe gives a tool's source and description, shown with a call
 	// waiting for approval.
 	Describe(name string) (source, description string, ok bool)
-	// CheckArgs validates a person's edited arguments of a call.
-	CheckArgs(name string, args json.RawMessage) error
+	// CheckArgs validates a person's edited arguments of a call; known is
+	// false for a tool not offered now, whose arguments cannot be checked.
+	CheckArgs(name string, args json.RawMessage) (known bool, err error)
 }
 
 // WithServerTools tells the Service about the server-side tools.

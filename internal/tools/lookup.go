@@ -3,7 +3,6 @@ package tools
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 )
 
 // Names lists the server-side tools' names, as of the last refresh.
@@ -28,13 +27,15 @@ func (r *Registry) Describe(name string) (source, description string, ok bool) {
 
 // CheckArgs validates arguments for a server-side tool against its input
 // schema, as a call's are before it runs; the error says what is wrong.
-func (r *Registry) CheckArgs(name string, args json.RawMessage) error {
+// known is false, and nothing is checked, for a tool not offered now (its
+// source is reconnecting, say).
+func (r *Registry) CheckArgs(name string, args json.RawMessage) (known bool, err error) {
 	e, ok := r.snapshot().byName[name]
 	if !ok {
-		return fmt.Errorf("tool %q is not available now", name)
+		return false, nil
 	}
 	if _, msg := checkArgs(e.schema, args); msg != "" {
-		return errors.New(msg)
+		return true, errors.New(msg)
 	}
-	return nil
+	return true, nil
 }
