@@ -276,16 +276,3 @@ func (t countTx) TransitionChat(ctx context.Context, id string, tr store.Transit
 	}
 	return c, err
 }
-
-// EndRuns counts the runs it ended waiting.
-func (t countTx) EndRuns(ctx context.Context, ends []store.RunEnd) ([]store.RunEnded, error) {
-	res, err := t.Tx.EndRuns(ctx, ends)
-	if err == nil {
-		for _, r := range res {
-			if r.Err == nil && r.Chat.Status == chat.Waiting {
-				*t.waiting++
-			}
-		}
-	}
-	return res, err
-}

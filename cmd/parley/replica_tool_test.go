@@ -16,7 +16,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -101,8 +100,8 @@ func TestReplicaKilledWhileToolRuns(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("the model got %d requests, want 2 (the call, then the answer)", len(reqs))
 	}
-	if sent := toolMessagesSent(t, reqs[1].Body); len(sent) != 1 || sent[0].ToolCallID != callID || !strings.Contains(sent[0].Content, service.ReasonUnknownOutcome) {
-		t.Errorf("the model's second request carries tool results %+v, want one for %s saying %q", sent, callID, service.ReasonUnknownOutcome)
+	if sent := toolMessagesSent(t, reqs[1].Body); len(sent) != 1 || sent[0].ToolCallID != callID || !strings.Contains(sent[0].Content, chat.ReasonUnknownOutcome) {
+		t.Errorf("the model's second request carries tool results %+v, want one for %s saying %q", sent, callID, chat.ReasonUnknownOutcome)
 	}
 	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker stopped renewing its lease") {
 		t.Errorf("the other replica did not log the recovery\nstderr:\n%s", other.stderr)
@@ -129,9 +128,9 @@ func checkUnknownOutcome(t *testing.T, m chat.Message, callID string) {
 	p := m.Parts[0]
 	var out string
 	if p.Type != chat.PartToolResult || p.ToolCallID != callID || p.ToolName != "irreversible_effect" || !p.IsError ||
-		json.Unmarshal(p.Output, &out) != nil || out != service.ReasonUnknownOutcome {
+		json.Unmarshal(p.Output, &out) != nil || out != chat.ReasonUnknownOutcome {
 		t.Errorf("the killed call's result: %s %s of %s, error %v, output %s; want an error result of %s saying %q",
-			p.Type, p.ToolCallID, p.ToolName, p.IsError, p.Output, callID, service.ReasonUnknownOutcome)
+			p.Type, p.ToolCallID, p.ToolName, p.IsError, p.Output, callID, chat.ReasonUnknownOutcome)
 	}
 }
 

@@ -5,13 +5,6 @@ import (
 	"fmt"
 )
 
-// Results the model sees of calls a person did not let run.
-const (
-	DeniedPrefix       = "denied"
-	ReasonNoDecision   = "no decision before deadline"
-	reasonDeniedFormat = "denied: %s"
-)
-
 // DeniedOutput is the output of the error result of a denied call.
 func DeniedOutput(reason string) json.RawMessage {
 	s := DeniedPrefix
@@ -75,10 +68,18 @@ func Decisions(history []Message) map[string]Part {
 // ApprovedCalls returns the calls of the last assistant message that a
 // person approved and that have no result yet, in call order, with the
 // edited arguments where the person gave some: the calls a run must make
-// before it calls the model again.
-func ApprovedCalls(history []Message) []ToolCall {
+// before it calls the model again. started are those of them marked
+// started (PartToolStarted): they may have run, so they must not run again.
+func ApprovedCalls(history []Message) (notStarted, started []ToolCall) {
 	decided := Decisions(history)
-	var out []ToolCall
+	marked := map[string]bool{}
+	for i := len(history) - 1; i >= 0 && history[i].Role != RoleAssistant; i-- {
+		for _, p := range history[i].Parts {
+			if p.Type == PartToolStarted {
+				marked[p.ToolCallID] = true
+			}
+		}
+	}
 	for _, c := range UnresolvedCalls(history) {
 		d, ok := decided[c.ToolCallID]
 		if !ok || !d.Decision.Approved {
@@ -87,7 +88,20 @@ func ApprovedCalls(history []Message) []ToolCall {
 		if len(d.Args) > 0 {
 			c.Args = d.Args
 		}
-		out = append(out, c)
+		if marked[c.ToolCallID] {
+			started = append(started, c)
+		} else {
+			notStarted = append(notStarted, c)
+		}
 	}
-	return out
+	return notStarted, started
+}
+
+// StartedMarks returns the parts that mark calls started (PartToolStarted).
+func StartedMarks(calls []ToolCall) []Part {
+	parts := make([]Part, len(calls))
+	for i, c := range calls {
+		parts[i] = Part{Type: PartToolStarted, ToolCallID: c.ToolCallID, ToolName: c.ToolName}
+	}
+	return parts
 }

@@ -52,8 +52,8 @@ func TestPendingActionsAndApprovedCalls(t *testing.T) {
 	if len(got) != 1 || got[0].ToolCallID != "d1" {
 		t.Fatalf("after the decisions, pending %+v", got)
 	}
-	approved := ApprovedCalls(h)
-	if len(approved) != 1 || approved[0].ToolCallID != "s1" || string(approved[0].Args) != `{"path":"/tmp/a"}` {
+	approved, started := ApprovedCalls(h)
+	if len(started) != 0 || len(approved) != 1 || approved[0].ToolCallID != "s1" || string(approved[0].Args) != `{"path":"/tmp/a"}` {
 		t.Fatalf("approved %+v", approved)
 	}
 	if string(DeniedOutput("no")) != `"denied: no"` || string(DeniedOutput("")) != `"denied"` {

@@ -6,10 +6,6 @@ import (
 	"fmt"
 )
 
-// ReasonNoResult is the output of the result ForModel makes up for a call
-// that has none in the history, so the model never sees a dangling call.
-const ReasonNoResult = "no result was recorded for this call; the tool may or may not have run"
-
 // ForModel returns history as a model should see it: every assistant message
 // that makes tool calls is followed by exactly one tool message with one
 // result per call, in call order, and tool messages stand nowhere else.
@@ -28,7 +24,7 @@ func ForModel(history []Message) []Message {
 		if m.Role == RoleTool {
 			continue // placed after its assistant message, or dropped
 		}
-		calls := callsOf(m)
+		calls := CallsOf(m)
 		if m.Role != RoleAssistant || len(calls) == 0 {
 			out = append(out, m)
 			continue
@@ -90,8 +86,8 @@ func withEditedArgs(m Message, decisions map[string]Part) Message {
 	return m
 }
 
-// callsOf lists the tool calls of a message, in call order.
-func callsOf(m Message) []ToolCall {
+// CallsOf lists the tool calls of a message, in call order.
+func CallsOf(m Message) []ToolCall {
 	var calls []ToolCall
 	for _, p := range m.Parts {
 		if p.Type == PartToolCall {
@@ -106,7 +102,7 @@ func callsOf(m Message) []ToolCall {
 // assistant message (each of them holds its results in call order), call
 // ids are unique, and no tool message stands anywhere else. A call may
 // also have one decision (a person's, on a call that needed approval), in
-// those tool messages before its result. Only calls of the last assistant
+// those tool messages before its result, and then one started mark. Only calls of the last assistant
 // message may be open, and only while the chat is in requires_action or
 // pending and mayWait says the call may be (it waits for a client's result
 // or a person's decision, or a person approved it and it runs when the chat
@@ -120,6 +116,7 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 		index     map[string]int // call id -> position in calls
 		answered  map[string]bool
 		decided   map[string]bool // calls with a person's decision
+		started   map[string]bool // approved calls marked started
 		afterAsst bool            // only tool messages since the last assistant message
 	)
 	unanswered := func() []ToolCall {
@@ -136,9 +133,9 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 			for _, c := range unanswered() {
 				errs = append(errs, fmt.Errorf("call %s (%s) has no result before message %d", c.ToolCallID, c.ToolName, m.ID))
 			}
-			calls, index, answered, decided, afterAsst = nil, map[string]int{}, map[string]bool{}, map[string]bool{}, m.Role == RoleAssistant
+			calls, index, answered, decided, started, afterAsst = nil, map[string]int{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, m.Role == RoleAssistant
 			if m.Role == RoleAssistant {
-				calls = callsOf(m)
+				calls = CallsOf(m)
 				for i, c := range calls {
 					if seen[c.ToolCallID] {
 						errs = append(errs, fmt.Errorf("message %d: call id %s used before", m.ID, c.ToolCallID))
@@ -155,6 +152,16 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 		}
 		last := -1
 		for _, p := range m.Parts {
+			if p.Type == PartToolStarted {
+				switch {
+				case !decided[p.ToolCallID]:
+					errs = append(errs, fmt.Errorf("tool message %d: %s marked started without a decision before it", m.ID, p.ToolCallID))
+				case answered[p.ToolCallID] || started[p.ToolCallID]:
+					errs = append(errs, fmt.Errorf("tool message %d: %s marked started after its result or twice", m.ID, p.ToolCallID))
+				}
+				started[p.ToolCallID] = true
+				continue
+			}
 			if p.Type == PartToolDecision {
 				_, ok := index[p.ToolCallID]
 				switch {

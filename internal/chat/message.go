@@ -35,6 +35,12 @@ const (
 	// approval; it stands in a tool message before the call's result, and
 	// the model never sees it (the result says what came of it).
 	PartToolDecision = "tool-decision"
+	// PartToolStarted marks an approved call as started: the run writes it
+	// before the call runs, after the call's decision and before its
+	// result, so a worker that takes over after a crash knows whether the
+	// call may have run (it answers it "outcome unknown") or never started
+	// (it runs it). The model never sees it.
+	PartToolStarted = "tool-started"
 )
 
 // Part is one piece of a message: text, reasoning, a tool call or a tool result.
@@ -97,6 +103,12 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			Args       json.RawMessage `json:"args,omitempty"`
 			Decision   Decision        `json:"decision"`
 		}{p.Type, p.ToolCallID, p.ToolName, p.Args, d})
+	case PartToolStarted:
+		return json.Marshal(struct {
+			Type       string `json:"type"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolName   string `json:"tool_name"`
+		}{p.Type, p.ToolCallID, p.ToolName})
 	default:
 		return json.Marshal(struct {
 			Type string `json:"type"`

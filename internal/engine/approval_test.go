@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
 )
@@ -28,24 +31,15 @@ func (h *harness) createApproving(msg string, approve ...string) chat.Chat {
 	return c
 }
 
-// TestApprovedCallRunsAtMostOnceWhenItsWorkerDies: a worker that dies while
-// an approved call runs (its lease is never renewed, and the call holds on
-// a gate) leaves the call to the worker that recovers the chat, which
-// answers it "outcome unknown" and does not run it a second time.
-func TestApprovedCallRunsAtMostOnceWhenItsWorkerDies(t *testing.T) {
-	h := newHarness(t, func(c *engine.Config) {
-		c.LeaseTTL, c.Heartbeat = 300*time.Millisecond, time.Hour // never renewed
-	})
-	h.fake.Push(
-		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "effect", Args: `{}`}}},
-		llmtest.Turn{Text: "I could not tell whether it ran"},
-	)
-	var runs atomic.Int64
-	entered, gate := make(chan struct{}), make(chan struct{})
+// effectTool is a registry with one tool, "effect", that counts its runs;
+// when gate is not nil the first run signals entered and waits on gate.
+func effectTool(t *testing.T, entered chan<- struct{}, gate <-chan struct{}) (*tools.Dispatcher, *atomic.Int64) {
+	t.Helper()
+	runs := &atomic.Int64{}
 	reg := tools.NewRegistry(nil)
 	effect := tool.Func(tool.Decl{Name: "effect", Description: "an effect that must not happen twice"},
 		func(ctx context.Context, c tool.Call) (tool.Result, error) {
-			if runs.Add(1) == 1 {
+			if runs.Add(1) == 1 && gate != nil {
 				close(entered)
 				<-gate // the worker is gone meanwhile: its lease expires
 			}
@@ -54,16 +48,45 @@ func TestApprovedCallRunsAtMostOnceWhenItsWorkerDies(t *testing.T) {
 	if err := reg.AddTool(effect); err != nil {
 		t.Fatal(err)
 	}
-	h.start(tools.NewDispatcher(reg, tools.Options{}, nil))
+	return tools.NewDispatcher(reg, tools.Options{}, nil), runs
+}
+
+// approvedEffect makes a chat whose model calls "effect" (approval
+// needed), runs it to requires_action on an engine of its own that then
+// stops, and approves the call: the chat is pending, for the engine the
+// test starts next.
+func (h *harness) approvedEffect(d *tools.Dispatcher) chat.Chat {
+	h.t.Helper()
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "effect", Args: `{}`}}},
+		llmtest.Turn{Text: "after the effect"},
+	)
+	stop := h.start(d)
 	c := h.createApproving("do it", "effect")
 	h.waitStatus(c.ID, chat.RequiresAction)
+	stop()
+	if _, err := h.svc.SubmitApprovals(context.Background(), service.Decider{Owner: owner, Token: "t"}, c.ID,
+		[]service.Decision{{ToolCallID: "c1", Approve: true}}); err != nil {
+		h.t.Fatal(err)
+	}
+	return c
+}
+
+// TestApprovedCallRunsAtMostOnceWhenItsWorkerDies: a worker that dies while
+// an approved call runs (its lease is never renewed, and the call holds on
+// a gate) leaves the call to the worker that recovers the chat, which
+// answers it "outcome unknown" and does not run it a second time.
+func TestApprovedCallRunsAtMostOnceWhenItsWorkerDies(t *testing.T) {
+	h := newHarness(t)
+	entered, gate := make(chan struct{}), make(chan struct{})
+	d, runs := effectTool(t, entered, gate)
+	c := h.approvedEffect(d)
 	if runs.Load() != 0 {
 		t.Fatal("the call ran before its approval")
 	}
-	if _, err := h.svc.SubmitApprovals(context.Background(), service.Decider{Owner: owner, Token: "t"}, c.ID,
-		[]service.Decision{{ToolCallID: "c1", Approve: true}}); err != nil {
-		t.Fatal(err)
-	}
+	dying := h.cfg
+	dying.LeaseTTL, dying.Heartbeat = 300*time.Millisecond, time.Hour // never renewed
+	h.startOn(h.st, h.ps, h.models(), d, dying)
 	await(t, entered, "the approved call")
 	h.waitStatus(c.ID, chat.Waiting) // recovered, answered, and the model called again
 	close(gate)
@@ -71,8 +94,81 @@ func TestApprovedCallRunsAtMostOnceWhenItsWorkerDies(t *testing.T) {
 		t.Fatalf("the approved call ran %d times, want once", n)
 	}
 	r := resultOf(t, h.history(c.ID), "c1")
-	if !r.IsError || !strings.Contains(string(r.Output), service.ReasonUnknownOutcome) {
+	if !r.IsError || !strings.Contains(string(r.Output), chat.ReasonUnknownOutcome) {
 		t.Fatalf("result %s (error %v), want the outcome-unknown result", r.Output, r.IsError)
+	}
+}
+
+// deadStore is the store of a process that hangs for good at its first
+// transaction: from then on nothing it asks of the database gets an
+// answer (until the test ends, when it gets an error).
+type deadStore struct {
+	store.Store
+	once sync.Once
+	died chan struct{} // closed at the first transaction
+	end  chan struct{} // closed when the test ends
+}
+
+func newDeadStore(t *testing.T, st store.Store) *deadStore {
+	s := &deadStore{Store: st, died: make(chan struct{}), end: make(chan struct{})}
+	t.Cleanup(func() { close(s.end) })
+	return s
+}
+
+var errDead = errors.New("this process is dead")
+
+func (s *deadStore) hang() error {
+	s.once.Do(func() { close(s.died) })
+	<-s.end
+	return errDead
+}
+
+func (s *deadStore) InTx(context.Context, func(store.Tx) error) error { return s.hang() }
+func (s *deadStore) RenewLease(context.Context, store.Lease, time.Duration) (bool, error) {
+	return false, s.hang()
+}
+func (s *deadStore) AcquireChats(ctx context.Context, worker string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+	select {
+	case <-s.died:
+		return nil, nil, s.hang()
+	default:
+		return s.Store.AcquireChats(ctx, worker, ttl, max)
+	}
+}
+func (s *deadStore) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+	select {
+	case <-s.died:
+		return nil, s.hang()
+	default:
+		return s.Store.RecoverExpiredLeases(ctx)
+	}
+}
+
+// TestApprovedCallRunsWhenItsWorkerDiesBeforeStartingIt: a worker that
+// takes an approved chat and dies before the call starts (its first write,
+// the call's started mark, never commits) leaves a call that never ran: the
+// worker that recovers the chat runs it, once, and the model reads its real
+// result, not "outcome unknown".
+func TestApprovedCallRunsWhenItsWorkerDiesBeforeStartingIt(t *testing.T) {
+	h := newHarness(t)
+	d, runs := effectTool(t, nil, nil)
+	c := h.approvedEffect(d)
+	dead := newDeadStore(t, h.st)
+	dying := h.cfg
+	dying.LeaseTTL = 300 * time.Millisecond
+	h.startOn(dead, h.ps, h.models(), d, dying)
+	await(t, dead.died, "the first worker's first write")
+	h.start(d) // recovers the chat once the dead worker's lease expires
+	h.waitStatus(c.ID, chat.Waiting)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the approved call ran %d times, want once", n)
+	}
+	r := resultOf(t, h.history(c.ID), "c1")
+	if r.IsError || string(r.Output) != `"done"` {
+		t.Fatalf("result %s (error %v), want the call's own result", r.Output, r.IsError)
+	}
+	if got := h.history(c.ID); got[len(got)-1].Parts[0].Text != "after the effect" {
+		t.Fatalf("the chat ends with %+v, want the model's answer after the effect", got[len(got)-1])
 	}
 }
 

@@ -52,7 +52,7 @@ func (e *Engine) expireAction(ctx context.Context, x store.Expired) error {
 		// an approval's "denied". Calls a person approved stay open: the
 		// run makes them when it resumes.
 		if open := chat.PendingActions(tail, c.DynamicTools); len(open) > 0 {
-			parts := chat.SyntheticResults(open, reasonDeadline)
+			parts := chat.SyntheticResults(open, chat.ReasonDeadline)
 			for i, call := range open {
 				if call.Kind == chat.ActionApproval {
 					parts[i].Output = chat.DeniedOutput(chat.ReasonNoDecision)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/parleyhq/parley/internal/batch"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
@@ -120,9 +119,6 @@ type Engine struct {
 	kick  chan struct{} // wakes the acquire loop; holds at most one kick
 	wg    sync.WaitGroup
 	ids   idBlock
-	// ends commits the ends of runs that answered without tool calls, as
-	// values, those that arrive together in one go (commitEnds).
-	ends *batch.Batcher[store.RunEnd, store.RunEnded]
 }
 
 // New returns an engine; tl may be nil (no server-side tools).
@@ -137,7 +133,6 @@ func New(cfg Config, st store.Store, ps pubsub.PubSub, models Models, tl Tools, 
 	e := &Engine{cfg: cfg, st: st, ps: ps, models: models, tools: tl,
 		log:   log.With("worker", cfg.WorkerID),
 		slots: make(chan struct{}, cfg.Concurrency), kick: make(chan struct{}, 1)}
-	e.ends = &batch.Batcher[store.RunEnd, store.RunEnded]{Max: maxEnds, Commit: e.commitEnds}
 	return e
 }
 

@@ -143,9 +143,14 @@ func (h *harness) start(tools engine.Tools) (stop func()) {
 }
 
 // startOn runs an engine on st and ps (the harness's own, or wrappers
-// around them) with the given models.
-func (h *harness) startOn(st store.Store, ps pubsub.PubSub, m engine.Models, tools engine.Tools) (stop func()) {
-	e := engine.New(h.cfg, st, ps, m, tools, slog.New(captureHandler{l: h.logs}))
+// around them) with the given models, and the harness's configuration or
+// the one given.
+func (h *harness) startOn(st store.Store, ps pubsub.PubSub, m engine.Models, tools engine.Tools, cfg ...engine.Config) (stop func()) {
+	c := h.cfg
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	e := engine.New(c, st, ps, m, tools, slog.New(captureHandler{l: h.logs}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()

@@ -8,13 +8,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/pubsub"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -30,32 +28,29 @@ var (
 // records it.
 const writeTimeout = 10 * time.Second
 
-// run is one worker's hold on one chat, from acquire to let go.
+// run is one worker's hold on one chat, from acquire to let go. It runs
+// steps (step.go), each of which produces an outcome, and records each
+// outcome in one fenced write (record.go): doing a step is kept apart from
+// writing what came of it.
 type run struct {
-	e     *Engine
-	chat  chat.Chat
-	lease store.Lease
-	log   *slog.Logger
-	steps *stepState // what the run streams of the step in progress, for snapshots
-	// approved are calls a person approved that the run makes before it
-	// calls the model (read with the history).
-	approved []chat.ToolCall
+	e      *Engine
+	cancel context.CancelCauseFunc // stops the run, with its cause
+	chat   chat.Chat
+	lease  store.Lease
+	log    *slog.Logger
+	steps  *stepState // what the run streams of the step in progress, for snapshots
 	// first is the start of the history, read with the acquisition (up to
 	// firstPage messages), for the first step; nil once used, or if not read.
 	first []chat.Message
-	// msgs is the chat's history, read once by the first step and then kept:
-	// while the chat runs, nothing but its run adds messages to it, and the
-	// run appends each message it wrote once the write committed.
-	msgs []chat.Message
-	// view is what the model sees of msgs[:viewed] (chat.ForModel), built
-	// once and extended by each step, so a step does not redo the whole
-	// history.
+	// history is the chat's messages, read once when the run begins and then
+	// kept: while the chat runs nothing but its run adds messages to it, and
+	// record appends each message once its write committed.
+	history []chat.Message
+	// view is what the model sees of history[:viewed] (chat.ForModel),
+	// built once and extended by each step, so a step does not redo the
+	// whole history.
 	view   []chat.Message
 	viewed int
-	// unsaved are messages of the step in progress that are not persisted
-	// yet (tool results while their write is tried): a run that fails
-	// writes them with its failure, so real results are not lost.
-	unsaved []*chat.Message
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move
@@ -65,16 +60,18 @@ type run struct {
 func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ctl pubsub.Subscription, first []chat.Message) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{e: e, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
+	r := &run{e: e, cancel: cancel, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
 
 	go r.watch(ctx, cancel, ctl)
 
 	// A panic (a provider SDK's, parley's own) ends this chat in error, not
 	// the process: another replica would recover the chat and panic too.
+	// What the step held unwritten is lost; its calls are answered as
+	// calls that may have run.
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("run panicked", "panic", p, "stack", string(debug.Stack()))
-			r.fail(&chat.ChatError{Kind: "internal", Message: fmt.Sprintf("internal error: %v", p)}, service.ReasonUnknownOutcome, r.unsaved...)
+			r.record(context.WithoutCancel(ctx), failed("internal", fmt.Sprintf("internal error: %v", p)))
 		}
 	}()
 	if err := r.loop(ctx); err != nil {
@@ -82,8 +79,10 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 			r.log.Warn("lease lost: this worker writes nothing more for the chat")
 			return
 		}
+		// Only a read can fail here (a record that fails ends the run in
+		// error by itself): the run ends in error, and retry continues it.
 		r.log.Error("run failed", "err", err)
-		r.fail(&chat.ChatError{Kind: "internal", Message: err.Error()}, service.ReasonUnknownOutcome, r.unsaved...)
+		r.record(context.WithoutCancel(ctx), failed("internal", err.Error()))
 	}
 }
 
@@ -164,23 +163,64 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 }
 
 // write runs fn in a transaction fenced by the run's lease and announces
-// what fn recorded with the commit. store.ErrLeaseLost means the chat is no
-// longer ours.
+// what fn recorded with the commit. store.ErrLeaseLost means the chat is
+// no longer the run's. first is the id (reserved) of the first message fn
+// inserts, or 0 when it inserts none of its own: then it moves the chat
+// out of running.
 //
 // A write the database could not take for a passing reason
 // (store.ErrUnavailable: a lost connection, a restart) is tried again, on
-// a fresh connection, until writeTimeout; a run gives up only after that.
-func (r *run) write(fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
+// a fresh connection, until writeTimeout. Such a failure may have struck
+// after the commit went out, leaving its outcome unknown: before trying
+// again, the run asks the database whether the write is there
+// (committed), so a write is neither made twice nor mistaken for a lost
+// lease.
+func (r *run) write(first int64, fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
+	var (
+		notice   *events.Notice // what the last attempt recorded
+		doubtful bool           // the last attempt may have committed
+	)
 	return untilAvailable(ctx, r.log, func(ctx context.Context) error {
-		return events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
+		if doubtful {
+			done, err := r.committed(ctx, first)
+			if err != nil {
+				return err
+			}
+			if done {
+				r.log.Info("a write whose commit was not confirmed is in the database: done")
+				notice.Publish(ctx, r.e.ps, r.e.log)
+				return nil
+			}
+		}
+		err := events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
+			notice = n
 			if err := tx.Fence(ctx, r.lease); err != nil {
 				return err
 			}
 			return fn(ctx, tx, n)
 		})
+		doubtful = errors.Is(err, store.ErrUnavailable)
+		return err
 	})
+}
+
+// committed reports whether a write of the run (see write) is in the
+// database: its first message is, or, for a write that inserts none of
+// its own, the chat left running under the run's lease (a recovery, the
+// only other way out of running that keeps the lease's generation, counts
+// itself in LeaseRecoveries; leaving running resets that count).
+func (r *run) committed(ctx context.Context, first int64) (bool, error) {
+	if first != 0 {
+		msgs, err := r.e.st.ListMessages(ctx, r.chat.ID, first-1, 1)
+		return err == nil && len(msgs) == 1 && msgs[0].ID == first, err
+	}
+	c, err := r.e.st.GetChat(ctx, r.chat.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil // deleted: the write's fence says so
+	}
+	return err == nil && c.Status != chat.Running && c.LeaseGeneration == r.lease.Generation && c.LeaseRecoveries == 0, err
 }
 
 // untilAvailable runs op, and again after a growing pause while it fails
@@ -207,218 +247,15 @@ func untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.C
 	}
 }
 
-// transition ends a fenced write with a status change from running and
-// records it.
-func (r *run) transition(ctx context.Context, tx store.Tx, n *events.Notice, t store.Transition) error {
-	c, err := r.leave(ctx, tx, t)
-	if err != nil {
-		return err
-	}
-	r.left(n, c)
-	return nil
-}
-
-// leave changes the chat's status from running, clearing an interrupt
-// request the run no longer needs.
-func (r *run) leave(ctx context.Context, tx store.Tx, t store.Transition) (chat.Chat, error) {
-	t.From = chat.Running
-	c, err := tx.TransitionChat(ctx, r.chat.ID, t)
-	if err != nil {
-		return chat.Chat{}, fmt.Errorf("chat to %s: %w", t.To, err)
-	}
-	if c.InterruptRequested {
-		if err := tx.SetInterruptRequested(ctx, c.ID, false); err != nil {
-			return chat.Chat{}, err
-		}
-		c.InterruptRequested = false
-	}
-	return c, nil
-}
-
-// left records the run's chat as it left running.
-func (r *run) left(n *events.Notice, c chat.Chat) {
-	n.StatusChanged(chat.Running, c)
-	r.chat = c
-}
-
-// finishIdle ends a run whose last step answered without tool calls: the
-// answer is written and queued messages are promoted into the history (then
-// the chat is pending again), else the chat waits for the user. The end is
-// a value (store.RunEnd): ends that arrive together are written in one go
-// (batch.Batcher, Engine.commitEnds).
-func (r *run) finishIdle(answer *chat.Message) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return untilAvailable(ctx, r.log, func(context.Context) error {
-		res, err := r.e.ends.Do(store.RunEnd{Lease: r.lease, Answer: *answer})
-		if err != nil {
-			return err
-		}
-		if res.Err != nil {
-			return res.Err
-		}
-		r.chat = res.Chat
-		return nil
-	})
-}
-
-// maxEnds bounds the run ends written together.
-const maxEnds = 64
-
-// commitEnds writes run ends in one transaction (store.Tx.EndRuns: on
-// PostgreSQL one statement) and announces what each did with its commit.
-// Should the whole fail (a value the database refuses, say), each end is
-// written alone, so one run's trouble is not the others'.
-func (e *Engine) commitEnds(ends []store.RunEnd) ([]store.RunEnded, error) {
-	res, err := e.commitEndsOnce(ends)
-	if err == nil || len(ends) == 1 || errors.Is(err, store.ErrUnavailable) {
-		return res, err
-	}
-	res = make([]store.RunEnded, len(ends))
-	for i, end := range ends {
-		one, err := e.commitEndsOnce([]store.RunEnd{end})
-		if err != nil {
-			res[i].Err = err
-			continue
-		}
-		res[i] = one[0]
-	}
-	return res, nil
-}
-
-// commitEndsOnce is one transaction of commitEnds.
-func (e *Engine) commitEndsOnce(ends []store.RunEnd) ([]store.RunEnded, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	var res []store.RunEnded
-	err := events.Commit(ctx, e.st.InTx, e.ps, e.log, func(tx store.Tx, n *events.Notice) error {
-		var err error
-		if res, err = tx.EndRuns(ctx, ends); err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				continue
-			}
-			n.Message(r.Answer)
-			for _, m := range r.Promoted {
-				n.Message(m)
-			}
-			n.StatusChanged(chat.Running, r.Chat)
-		}
-		return nil
-	})
-	return res, err
-}
-
-// finishInterrupted ends a run the user interrupted: the open calls get
-// "cancelled" results, queued messages are promoted, and the chat waits (or
-// is pending, to answer them).
-func (r *run) finishInterrupted(msgs ...*chat.Message) error {
-	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := insert(ctx, tx, n, msgs...); err != nil {
-			return err
-		}
-		if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, service.ReasonInterrupted, n); err != nil {
-			return err
-		}
-		queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
-		if err != nil {
-			return err
-		}
-		to := chat.Waiting
-		if queued {
-			to = chat.Pending
-		}
-		return r.transition(ctx, tx, n, store.Transition{To: to})
-	})
-}
-
-// requireAction lets the chat wait for the client's results of calls,
-// writing msgs (the step's server-side results) with the change.
-func (r *run) requireAction(calls []chat.ToolCall, msgs ...*chat.Message) error {
-	timeout := r.chat.ToolResultTimeout
-	if timeout <= 0 {
-		timeout = r.e.cfg.ToolResultTimeout
-	}
-	return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := insert(ctx, tx, n, msgs...); err != nil {
-			return err
-		}
-		// The store reckons the deadline on the database's clock, which
-		// every replica shares.
-		c, err := r.leave(ctx, tx, store.Transition{To: chat.RequiresAction, ActionTimeout: timeout})
-		if err != nil {
-			return err
-		}
-		deadline := *c.ActionDeadline
-		c.RequiredAction = &chat.RequiredAction{ToolCalls: calls, Deadline: deadline}
-		r.left(n, c)
-		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: c, ToolCalls: calls})
-		n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindActionRequired, ToolCalls: calls, Deadline: &deadline})
-		return nil
-	})
-}
-
-// fail ends the run in error, writing msgs with it and answering every call
-// still open with an error result that says open (why it has no result), in
-// the same transaction: the history stays consistent, a message posted next
-// follows complete results, and POST /retry continues from it. If msgs
-// cannot be written, the failure is written without them (their calls then
-// get open too).
-func (r *run) fail(ce *chat.ChatError, open string, msgs ...*chat.Message) {
-	end := func(msgs ...*chat.Message) error {
-		return r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-			if err := insert(ctx, tx, n, msgs...); err != nil {
-				return err
-			}
-			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, open, n); err != nil {
-				return err
-			}
-			if err := r.transition(ctx, tx, n, store.Transition{To: chat.Error, LastError: ce}); err != nil {
-				return err
-			}
-			n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindError, Error: ce})
-			return nil
-		})
-	}
-	err := end(msgs...)
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) && slices.ContainsFunc(msgs, func(m *chat.Message) bool { return m != nil }) {
-		r.log.Error("record run failure with the step's messages; recording it without them", "failure", ce.Message, "err", err)
-		err = end()
-	}
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		r.log.Error("record run failure", "failure", ce.Message, "err", err)
-	}
-}
-
-// handBack returns the chat to pending so another worker continues at once,
-// writing msgs (results of tools that ran) with it.
-func (r *run) handBack(msgs ...*chat.Message) error {
-	err := r.write(func(ctx context.Context, tx store.Tx, n *events.Notice) error {
-		if err := insert(ctx, tx, n, msgs...); err != nil {
-			return err
-		}
-		return r.transition(ctx, tx, n, store.Transition{To: chat.Pending})
-	})
-	if errors.Is(err, store.ErrLeaseLost) {
-		return err
-	}
-	if err != nil {
-		r.log.Error("hand chat back", "err", err)
-	}
-	return nil
+// announce publishes a notice built by fn.
+func (e *Engine) announce(ctx context.Context, fn func(n *events.Notice)) {
+	var n events.Notice
+	fn(&n)
+	n.Publish(ctx, e.ps, e.log)
 }
 
 // commit runs fn in a transaction and announces the notice fn recorded with
 // the commit (events.Commit).
 func (e *Engine) commit(ctx context.Context, fn func(tx store.Tx, n *events.Notice) error) error {
 	return events.Commit(ctx, e.st.InTx, e.ps, e.log, fn)
-}
-
-// announce publishes a notice built by fn.
-func (e *Engine) announce(ctx context.Context, fn func(n *events.Notice)) {
-	var n events.Notice
-	fn(&n)
-	n.Publish(ctx, e.ps, e.log)
 }

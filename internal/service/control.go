@@ -29,7 +29,7 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 			}
 			c.InterruptRequested = true
 		case chat.RequiresAction, chat.Pending:
-			if err := CancelOpenCalls(ctx, tx, id, ReasonInterrupted, n); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonInterrupted, n); err != nil {
 				return err
 			}
 			// Messages queued behind the stopped work are answered next,

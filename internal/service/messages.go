@@ -10,17 +10,6 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// Reasons written into the synthetic results of tool calls that a user cut
-// short.
-const (
-	ReasonNewMessage  = "cancelled: the user sent a new message"
-	ReasonInterrupted = "cancelled: interrupted"
-	// ReasonUnknownOutcome answers a call whose run stopped between the
-	// call and its recorded result: the tool may have run, so the model
-	// should check before it repeats a call that is not idempotent.
-	ReasonUnknownOutcome = "outcome unknown: the run stopped before this call's result was recorded; the tool may have run"
-)
-
 // PostResult is where a posted message went: into the history (Message) or
 // into the chat's queue (Queued). Exactly one is set.
 type PostResult struct {
@@ -60,7 +49,7 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		case !c.Status.Busy():
 			// Calls a failed run left open are answered first: nothing may
 			// stand between a call and its result.
-			if err := CancelOpenCalls(ctx, tx, id, ReasonUnknownOutcome, n); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonUnknownOutcome, n); err != nil {
 				return err
 			}
 			if err := s.titleFirst(ctx, tx, &c, parts, n); err != nil {
@@ -90,7 +79,7 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 				}
 			}
 		default: // interrupt a pending or requires_action chat
-			if err := CancelOpenCalls(ctx, tx, id, ReasonNewMessage, n); err != nil {
+			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonNewMessage, n); err != nil {
 				return err
 			}
 			// Older queued messages go first: a new message never

@@ -165,18 +165,9 @@ type Tx interface {
 	// chat.CanTransition forbids (IllegalTransitionError) and answers
 	// StatusConflictError when the chat is in another status. Leaving running
 	// clears the worker id and lease expiry (the generation stays, so a stale
-	// worker's fence fails). It returns the chat as it is after the change.
+	// worker's fence fails). Any change from running, running -> running (a
+	// finished step) included, resets LeaseRecoveries. It returns the chat as it is after the change.
 	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
-	// EndRuns ends runs whose last step answered without tool calls, given
-	// as values, in one go: for each end whose lease still holds its chat,
-	// it inserts the answer (its id reserved, its usage added to the
-	// chat's totals), clears the interrupt request, and moves the chat from
-	// running to waiting, or to pending with its queued messages promoted
-	// into the history, oldest first, when some wait. An end whose lease is
-	// gone gets ErrLeaseLost and nothing of it is written; the others are
-	// not affected. It returns one result per end, in order; an error is a
-	// failure of the whole, which writes nothing.
-	EndRuns(ctx context.Context, ends []RunEnd) ([]RunEnded, error)
 	// SetInterruptRequested sets or clears the chat's interrupt flag.
 	SetInterruptRequested(ctx context.Context, id string, v bool) error
 	// DeleteChat removes a chat with its messages and queued messages.
@@ -226,21 +217,6 @@ type Transition struct {
 	// AddUsage is added to the chat's usage totals with the change: the
 	// usage of the messages the same write inserted.
 	AddUsage chat.Usage
-}
-
-// RunEnd is the last write of a run whose step answered without tool
-// calls (Tx.EndRuns).
-type RunEnd struct {
-	Lease  Lease
-	Answer chat.Message // ID from ReserveMessageIDs; Usage, if any, is added to the chat's
-}
-
-// RunEnded is what EndRuns did for one RunEnd.
-type RunEnded struct {
-	Chat     chat.Chat      // the chat after: waiting, or pending with Promoted
-	Answer   chat.Message   // the answer as stored
-	Promoted []chat.Message // the queued messages moved into the history, oldest first
-	Err      error          // ErrLeaseLost: the lease no longer held the chat, nothing was written
 }
 
 // Expired is a requires_action chat whose deadline passed: its id and that

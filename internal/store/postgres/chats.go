@@ -224,12 +224,13 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 // are its arguments, $1 (the chat's id) to $11, $2 being From. A deadline
 // ($5, microseconds from now, or NULL) is reckoned on the database's clock,
 // as leases are. Leaving running ends the lease: no worker holds the chat
-// any more, and the recoveries of its run are over.
+// any more. Any change from running (a finished step, running -> running,
+// too) ends the count of recoveries in a row.
 var transitionSet = `status = ` + dbutil.NewStatus("$8::boolean", "$3::text") + `,
 	last_error = $4, action_deadline = now() + $5::bigint * interval '1 microsecond', version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
-	lease_recoveries = CASE WHEN $7 THEN 0 ELSE lease_recoveries END,
+	lease_recoveries = CASE WHEN $2 = 'running' THEN 0 ELSE lease_recoveries END,
 	usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
 	usage_cost_micros = usage_cost_micros + $11`
 

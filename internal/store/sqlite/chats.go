@@ -225,8 +225,9 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 		// database's.
 		deadline = sql.NullInt64{Int64: dbutil.Micros(now.Add(tr.ActionTimeout)), Valid: true}
 	}
-	// Leaving running ends the lease: no worker holds the chat any more,
-	// and the recoveries of its run are over.
+	// Leaving running ends the lease: no worker holds the chat any more.
+	// Any change from running (a finished step, running -> running, too)
+	// ends the count of recoveries in a row.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
@@ -237,7 +238,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
 		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(now),
-		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), dbutil.LeftRunning(tr),
+		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running,
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
@@ -309,10 +310,4 @@ func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
-}
-
-// EndRuns ends the runs one after the other: on the one writer connection
-// a statement costs no round trip.
-func (t *tx) EndRuns(ctx context.Context, ends []store.RunEnd) ([]store.RunEnded, error) {
-	return dbutil.EndRunsOneByOne(ctx, t, ends)
 }

@@ -24,8 +24,6 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"RecoverExpiredOnce":               testRecoverExpiredOnce,
 	"RecoveriesCountedAndReset":        testRecoveriesCounted,
 	"HasPendingSeesLockedChats":        testHasPending,
-	"EndRunsOneStatementManyChats":     testEndRuns,
-	"EndRunsSeesQueuedWhileWaiting":    testEndRunsSeesQueued,
 	"LostLeaseWritesNothing":           testLostLeaseWritesNothing,
 	"FencedFinalWrite":                 testFencedFinalWrite,
 	"FinalWriteSeesQueuedWhileWaiting": testFinalWriteSeesQueued,
@@ -676,8 +674,9 @@ func testPendingIfQueued(t *testing.T, open opener) {
 }
 
 // testRecoveriesCounted: each recovery of an expired lease adds one to the
-// chat's LeaseRecoveries, acquiring keeps the count, and a worker letting
-// go of the chat (any change from running) sets it back to zero.
+// chat's LeaseRecoveries, acquiring keeps the count, and a worker that
+// finishes a step or lets go of the chat (any change from running) sets it
+// back to zero.
 func testRecoveriesCounted(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
@@ -700,6 +699,9 @@ func testRecoveriesCounted(t *testing.T, open opener) {
 	running, _ := acquire(t, s, "w", longTTL)
 	if running.LeaseRecoveries != 2 {
 		t.Fatalf("acquired with LeaseRecoveries %d, want 2 (kept)", running.LeaseRecoveries)
+	}
+	if got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Running}); got.LeaseRecoveries != 0 || got.Status != chat.Running {
+		t.Fatalf("a finished step (running -> running) left LeaseRecoveries %d, status %s; want 0, running", got.LeaseRecoveries, got.Status)
 	}
 	if got := mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting}); got.LeaseRecoveries != 0 {
 		t.Fatalf("let go with LeaseRecoveries %d, want 0", got.LeaseRecoveries)
@@ -726,123 +728,6 @@ func testHasPending(t *testing.T, open opener) {
 	acquire(t, s, "w", longTTL)
 	if pending, err := s.HasPending(t.Context()); err != nil || pending {
 		t.Fatalf("HasPending once the chat runs = %v, %v", pending, err)
-	}
-}
-
-// endRuns calls EndRuns in a transaction of its own.
-func endRuns(t *testing.T, s store.Store, ends []store.RunEnd) ([]store.RunEnded, error) {
-	t.Helper()
-	var res []store.RunEnded
-	err := txErr(t, s, func(tx store.Tx) error {
-		var err error
-		res, err = tx.EndRuns(t.Context(), ends)
-		return err
-	})
-	return res, err
-}
-
-// testEndRuns: one EndRuns call ends three runs. A chat with nothing queued
-// waits, with its answer and usage; one whose lease is gone gets
-// ErrLeaseLost and nothing of it is written; one with queued messages is
-// pending with its answer, then its queued messages in order, its queue
-// empty; interrupt requests are cleared.
-func testEndRuns(t *testing.T, open opener) {
-	s := open(t)
-	addOwner(t, s, "alice")
-	var chats []chat.Chat
-	var leases []store.Lease
-	for range 3 {
-		c := addChat(t, s, chat.Chat{Status: chat.Pending})
-		appendMessage(t, s, textMessage(c.ID, "question"))
-		c, l := acquire(t, s, "w1", longTTL)
-		chats, leases = append(chats, c), append(leases, l)
-	}
-	plain, lost, queuedChat := 0, 1, 2
-	mustTransition(t, s, chats[lost].ID, store.Transition{From: chat.Running, To: chat.Waiting})
-	for _, text := range []string{"first", "second"} {
-		q := chat.QueuedMessage{ChatID: chats[queuedChat].ID, Parts: []chat.Part{chat.TextPart(text)}}
-		inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
-	}
-	inTx(t, s, func(tx store.Tx) error { return tx.SetInterruptRequested(t.Context(), chats[plain].ID, true) })
-	ids, err := s.ReserveMessageIDs(t.Context(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends := make([]store.RunEnd, 3)
-	for i, l := range leases {
-		ends[i] = store.RunEnd{Lease: l, Answer: chat.Message{ID: ids[i], ChatID: l.ChatID, Role: chat.RoleAssistant,
-			Parts: []chat.Part{chat.TextPart(fmt.Sprint("answer ", i))}, Usage: &chat.Usage{InputTokens: 10, OutputTokens: int64(i), CostMicros: 7}}}
-	}
-	res, err := endRuns(t, s, ends)
-	if err != nil {
-		t.Fatalf("EndRuns: %v", err)
-	}
-	if len(res) != 3 {
-		t.Fatalf("%d results for 3 ends", len(res))
-	}
-	// The plain chat.
-	if r := res[plain]; r.Err != nil || r.Chat.Status != chat.Waiting || r.Chat.WorkerID != "" || r.Chat.InterruptRequested || len(r.Promoted) != 0 {
-		t.Fatalf("plain end: %+v", r)
-	}
-	if got := getChat(t, s, chats[plain].ID); got.Usage != (chat.Usage{InputTokens: 10, CostMicros: 7}) || got.InterruptRequested || got.Version != res[plain].Chat.Version {
-		t.Fatalf("plain chat stored: usage %+v, interrupt %v, version %d (result %d)", got.Usage, got.InterruptRequested, got.Version, res[plain].Chat.Version)
-	}
-	msgs := listMessages(t, s, chats[plain].ID, 0, 0)
-	if len(msgs) != 2 || msgs[1].ID != ids[plain] || msgs[1].Parts[0].Text != "answer 0" || msgs[1].Usage == nil {
-		t.Fatalf("plain chat's history: %+v", msgs)
-	}
-	// The lost lease.
-	wantErr(t, "the end of a lost lease", res[lost].Err, store.ErrLeaseLost)
-	if msgs := listMessages(t, s, chats[lost].ID, 0, 0); len(msgs) != 1 {
-		t.Fatalf("the lost lease's end wrote %d messages", len(msgs)-1)
-	}
-	if got := getChat(t, s, chats[lost].ID); got.Status != chat.Waiting || got.Usage != (chat.Usage{}) {
-		t.Fatalf("the lost lease's chat: %s, usage %+v", got.Status, got.Usage)
-	}
-	// The chat with a queue.
-	r := res[queuedChat]
-	if r.Err != nil || r.Chat.Status != chat.Pending || len(r.Promoted) != 2 || r.Promoted[0].Parts[0].Text != "first" || r.Promoted[1].Parts[0].Text != "second" {
-		t.Fatalf("end with a queue: %+v", r)
-	}
-	msgs = listMessages(t, s, chats[queuedChat].ID, 0, 0)
-	var shape []string
-	for _, m := range msgs {
-		shape = append(shape, string(m.Role)+":"+m.Parts[0].Text)
-	}
-	wantEqual(t, "history after the end", shape, []string{"user:question", "assistant:answer 2", "user:first", "user:second"})
-	if msgs[2].ID != r.Promoted[0].ID || msgs[3].ID != r.Promoted[1].ID {
-		t.Fatalf("promoted ids %d, %d; stored %d, %d", r.Promoted[0].ID, r.Promoted[1].ID, msgs[2].ID, msgs[3].ID)
-	}
-	if q, err := s.ListQueued(t.Context(), chats[queuedChat].ID); err != nil || len(q) != 0 {
-		t.Fatalf("queue after promotion: %v, %v", q, err)
-	}
-	// The leases ended: ending again is refused for every one.
-	again, err := endRuns(t, s, ends[:1])
-	if err != nil || !errors.Is(again[0].Err, store.ErrLeaseLost) {
-		t.Fatalf("ending an ended run again: %+v, %v", again, err)
-	}
-}
-
-// testEndRunsSeesQueued: an EndRuns that waits for a chat's row while a
-// user's message is being queued (that transaction holds the row) sees the
-// message once it may go on: the chat becomes pending with it promoted,
-// not waiting with a message nobody will answer.
-func testEndRunsSeesQueued(t *testing.T, open opener) {
-	s, c, l := runningChat(t, open)
-	ids, err := s.ReserveMessageIDs(t.Context(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	queued := queueWhileLocked(t, s, c.ID)
-	res, err := endRuns(t, s, []store.RunEnd{{Lease: l, Answer: chat.Message{ID: ids[0], ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("answer")}}}})
-	if err != nil {
-		t.Fatalf("EndRuns: %v", err)
-	}
-	if err := <-queued; err != nil {
-		t.Fatalf("queue a message: %v", err)
-	}
-	if r := res[0]; r.Err != nil || r.Chat.Status != chat.Pending || len(r.Promoted) != 1 {
-		t.Fatalf("after EndRuns with a message queued meanwhile: %+v, want pending with it promoted", r)
 	}
 }
 

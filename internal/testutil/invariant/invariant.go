@@ -66,7 +66,8 @@ func Check(t testing.TB, st Store) {
 // chat does, while it is pending or still waits for another call.
 func MayWait(c chat.Chat, msgs []chat.Message) func(chat.ToolCall) bool {
 	pending := chat.PendingActions(msgs, c.DynamicTools)
-	approved := chat.ApprovedCalls(msgs)
+	notStarted, started := chat.ApprovedCalls(msgs)
+	approved := append(notStarted, started...)
 	has := func(calls []chat.ToolCall, call chat.ToolCall) bool {
 		return slices.ContainsFunc(calls, func(p chat.ToolCall) bool { return p.ToolCallID == call.ToolCallID })
 	}

@@ -1,0 +1,32 @@
+package chat
+
+// The outputs of the error results parley writes for calls that did not
+// run to a result of their own: every sentence the model reads about a call
+// parley answered in the tool's place is here, so they stay consistent.
+const (
+	// ReasonNewMessage answers the open calls of a chat whose user sent a
+	// new message instead of their results.
+	ReasonNewMessage = "cancelled: the user sent a new message"
+	// ReasonInterrupted answers the open calls of an interrupted run.
+	ReasonInterrupted = "cancelled: interrupted"
+	// ReasonUnknownOutcome answers a call that may have started but whose
+	// result was never recorded (its worker died, or the write of its
+	// result failed): the model should check before it repeats a call that
+	// is not idempotent.
+	ReasonUnknownOutcome = "outcome unknown: the run stopped before this call's result was recorded; the tool may have run"
+	// ReasonStepFailed answers the calls of a step that never started
+	// because another part of the step failed (a tool source).
+	ReasonStepFailed = "not executed: another part of this step failed, so the run stopped"
+	// ReasonNoResult is the result ForModel makes up for a call that has
+	// none in the history, so the model never sees a dangling call.
+	ReasonNoResult = "no result was recorded for this call; the tool may or may not have run"
+	// ReasonDeadline answers a client's call whose result did not come
+	// before the chat's deadline.
+	ReasonDeadline = "no result before deadline"
+	// ReasonNoDecision is the denial reason of a call nobody decided on
+	// before the deadline.
+	ReasonNoDecision = "no decision before deadline"
+	// DeniedPrefix starts the result of a call a person denied.
+	DeniedPrefix       = "denied"
+	reasonDeniedFormat = "denied: %s"
+)

@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/llm"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
+)
+
+// loop runs the run: its beginning, then a model call and its tools per
+// step, recording each outcome (record), until the chat is let go. A
+// returned error is a failure of parley itself (a read of the database),
+// not of the model or a tool; a lost lease returns store.ErrLeaseLost.
+func (r *run) loop(ctx context.Context) error {
+	o, model, err := r.begin(ctx)
+	steps := 0
+	for err == nil {
+		if o == nil {
+			steps++
+			if steps > r.e.cfg.MaxSteps {
+				o = ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)))
+			} else if o, err = r.step(ctx, model, steps); err != nil {
+				break
+			}
+		}
+		var more bool
+		if more, err = r.record(ctx, *o); err != nil || !more {
+			return err
+		}
+		if len(o.run) > 0 {
+			o = ptr(r.runTools(ctx, *o))
+		} else {
+			o = nil
+		}
+	}
+	if ctx.Err() != nil {
+		_, err = r.record(ctx, outcome{}) // a read cut short: the run ends by why it was stopped
+	}
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// begin reads what the run starts from, and returns what to record before
+// the first model call (nil: nothing), or the outcome that ends the run at
+// once. A worker that died may have left calls of the last step without a
+// result: they are answered "outcome unknown", except calls a person
+// approved that were never marked started, which run now, once.
+func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
+	if r.chat.InterruptRequested {
+		// The interrupt arrived while no step ran (the worker that was asked
+		// died): there is nothing to stop, so answer the queued messages.
+		r.cancel(errInterrupted)
+		return &outcome{}, llm.Model{}, nil
+	}
+	if n := r.chat.LeaseRecoveries; n >= r.e.cfg.MaxRecoveries {
+		return ptr(failed("worker_died", fmt.Sprintf(
+			"the workers running this chat stopped %d times in a row before finishing a step; retry to run it again", n))), llm.Model{}, nil
+	}
+	model, ok := r.e.models.Model(r.chat.Model)
+	if !ok {
+		return ptr(failed("unknown_model", fmt.Sprintf("model %q is not configured on this server", r.chat.Model))), llm.Model{}, nil
+	}
+	history, err := r.readHistory(ctx)
+	if err != nil {
+		return nil, model, err
+	}
+	r.history = history
+	if len(history) == 0 {
+		return ptr(failed("internal", "the chat has no message to answer")), model, nil
+	}
+	approved, _ := chat.ApprovedCalls(history)
+	open := slices.DeleteFunc(chat.UnresolvedCalls(history), func(c chat.ToolCall) bool {
+		return slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID })
+	})
+	if len(open) == 0 && len(approved) == 0 {
+		return nil, model, nil
+	}
+	// One tool message: the results of the calls left open, then the
+	// marks of the approved calls about to run, written before they run.
+	parts := append(chat.SyntheticResults(open, chat.ReasonUnknownOutcome), chat.StartedMarks(approved)...)
+	return &outcome{tool: &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}, run: approved, approved: true}, model, nil
+}
+
+// forModel returns what the model sees of the run's history: chat.ForModel
+// of it, built by the first step and then extended with what later steps
+// added (an assistant message and its results: ForModel of that tail is
+// what ForModel of the whole would end with).
+func (r *run) forModel() []chat.Message {
+	if r.view == nil || r.viewed > len(r.history) {
+		r.view, r.viewed = chat.ForModel(r.history), len(r.history)
+	}
+	if r.viewed < len(r.history) {
+		r.view = append(r.view, chat.ForModel(r.history[r.viewed:])...)
+		r.viewed = len(r.history)
+	}
+	return r.view
+}
+
+// step makes one model call (the step-th of the run) and returns what came
+// of it: an answer whose calls run next, an answer that ends the run, what
+// streamed before the run was stopped, or the model's failure.
+func (r *run) step(ctx context.Context, model llm.Model, step int) (*outcome, error) {
+	if step == 1 {
+		r.maybeTitle(model, r.history)
+	}
+	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(), Tools: defs}
+
+	msgID, err := r.e.nextMessageID(ctx, r.history[len(r.history)-1].ID)
+	if err != nil {
+		return nil, err
+	}
+	pub := r.steps.begin(r.e, r.chat.ID, msgID)
+	provider := llm.Retrying(model.Provider, r.e.cfg.Retry, func(info llm.RetryInfo) {
+		r.e.announce(ctx, func(n *events.Notice) {
+			n.ChatEvent(r.chat.ID, events.ChatEvent{Kind: events.KindRetry, Retry: &events.RetryInfo{
+				Attempt: info.Attempt, DelayMS: info.Delay.Milliseconds(), Error: info.Err.Error()}})
+		})
+	})
+	res, callErr := provider.Stream(ctx, req, pub.emit)
+	pub.end()
+	switch {
+	case callErr != nil && ctx.Err() != nil:
+		o := &outcome{partial: true}
+		if parts := pub.partial(); len(parts) > 0 {
+			o.answer = &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: parts}
+		}
+		return o, nil
+	case callErr != nil:
+		return &outcome{failure: modelError(callErr), open: chat.ReasonUnknownOutcome}, nil
+	}
+	answer := &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
+		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
+	// The calls are recorded before they run: if this worker dies
+	// meanwhile, the next one answers them instead of losing them.
+	return &outcome{answer: answer, run: chat.CallsOf(*answer)}, nil
+}
+
+// runTools runs the calls of o, which record wrote, and returns what came
+// of them: results, calls left for a client or a person, or a source's
+// failure.
+func (r *run) runTools(ctx context.Context, o outcome) outcome {
+	var callsBy int64 // the assistant message that made the calls
+	for i := len(r.history) - 1; i >= 0 && callsBy == 0; i-- {
+		if r.history[i].Role == chat.RoleAssistant {
+			callsBy = r.history[i].ID
+		}
+	}
+	step := tools.Step{ChatID: r.chat.ID, Calls: o.run, Dynamic: r.chat.DynamicTools, Tools: r.chat.Tools, Approved: o.approved}
+	if !o.approved {
+		step.Approve = r.chat.Approve
+	}
+	var over atomic.Bool // a report after the calls returned (an abandoned tool's) is dropped
+	step.Progress = func(c chat.ToolCall, p tool.Progress) {
+		if !over.Load() {
+			r.steps.progress(callsBy, c, p)
+		}
+	}
+	out := r.e.tools.Run(ctx, step)
+	over.Store(true)
+	next := outcome{awaiting: out.Pending}
+	if len(out.Results) > 0 {
+		next.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
+	}
+	if len(out.Failures) > 0 {
+		f := out.Failures[0]
+		next.failure, next.open = &chat.ChatError{Kind: "source", Source: f.Source, Message: f.Error()}, chat.ReasonStepFailed
+	}
+	return next
+}
+
+// modelError turns a failed model call into the chat's last_error.
+func modelError(err error) *chat.ChatError {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return &chat.ChatError{Kind: le.Kind, Message: le.Message, Provider: le.Provider, HTTPStatus: le.HTTPStatus, Retryable: le.Retryable}
+	}
+	return &chat.ChatError{Kind: "provider", Message: err.Error()}
+}
+
+// readHistory reads the chat's whole history: it starts from the page read
+// with the acquisition, reading on only past a full one.
+func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
+	first := r.first
+	r.first = nil
+	if first != nil && len(first) < firstPage {
+		return first, nil
+	}
+	var msgs []chat.Message
+	err := untilAvailable(ctx, r.log, func(ctx context.Context) (err error) {
+		msgs, err = readOn(ctx, r.e.st, r.chat.ID, first)
+		return err
+	})
+	return msgs, err
+}
+
+// readOn appends to msgs, the start of a chat's history (none: nil), the
+// rest of it.
+func readOn(ctx context.Context, r store.Reader, chatID string, msgs []chat.Message) ([]chat.Message, error) {
+	var after int64
+	if len(msgs) > 0 {
+		after = msgs[len(msgs)-1].ID
+	}
+	err := store.ForEachMessage(ctx, r, chatID, after, func(m chat.Message) error {
+		msgs = append(msgs, m)
+		return nil
+	})
+	return msgs, err
+}
+
+// toolDefs lists what the model may call: the server's tools the chat
+// selects (chat.ToolGlobs.Selects: every one without a selection) and the
+// chat's dynamic tools, which the selection does not filter. A dynamic tool
+// wins over a server tool that took its name later (a source's list
+// changed), as the dispatcher decides.
+func toolDefs(server []tools.Decl, selected chat.ToolGlobs, dynamic []chat.DynamicTool) []llm.ToolDef {
+	defs := make([]llm.ToolDef, 0, len(server)+len(dynamic))
+	taken := make(map[string]bool, len(dynamic))
+	for _, t := range dynamic {
+		taken[t.Name] = true
+	}
+	for _, t := range server {
+		if !taken[t.Name] && selected.Selects(t.Name) {
+			defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+	}
+	for _, t := range dynamic {
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+	}
+	return defs
+}
