@@ -26,11 +26,13 @@ const wait = 10 * time.Second
 
 // server is a real parley in process: the HTTP API and the engine with the
 // echo model, on SQLite and the memory pubsub. Requests pass through
-// intercept first, when it is set, so a test can cut or fake a response;
-// every request is recorded.
+// intercept first, when it is set, so a test can cut or fake a response, or
+// serve the request with api itself to act around it; every request is
+// recorded.
 type server struct {
 	t     *testing.T
 	srv   *httptest.Server
+	api   http.Handler
 	url   string
 	token string
 
@@ -72,7 +74,7 @@ func newServerWith(t *testing.T, reg *tools.Registry) *server {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ectx) }()
 
-	s := &server{t: t}
+	s := &server{t: t, api: h}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, r.Clone(context.Background()))
