@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,5 +451,96 @@ func TestShutdownWithAClientCallWaitsForTheClient(t *testing.T) {
 	h.waitStatus(c.ID, chat.Waiting)
 	if r := resultOf(t, h.history(c.ID), "w1"); r.IsError || string(r.Output) != `"sunny"` {
 		t.Fatalf("the client's result %+v", r)
+	}
+}
+
+// lostCommits commits the chosen transactions (numbered from 1) and then
+// reports them failed as store.ErrUnavailable: the connection was lost
+// while the commit went out, so the engine cannot tell whether it took.
+type lostCommits struct {
+	store.Store
+	n  atomic.Int64
+	ns []int64
+}
+
+func (s *lostCommits) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	n := s.n.Add(1)
+	err := s.Store.InTx(ctx, fn)
+	if err == nil && slices.Contains(s.ns, n) {
+		return fmt.Errorf("injected: connection lost during COMMIT: %w", store.ErrUnavailable)
+	}
+	return err
+}
+
+// TestCommitOfUnknownOutcomeIsNotMadeTwice: a write that committed but was
+// reported lost is found in the database before it is tried again, so it
+// is neither made twice (the retry would meet its own message ids) nor
+// taken for a lost lease: each write of a step, in turn.
+func TestCommitOfUnknownOutcomeIsNotMadeTwice(t *testing.T) {
+	for n, write := range []string{1: "the answer with its call", 2: "the call's result", 3: "the last answer and the end of the run"} {
+		if write == "" {
+			continue
+		}
+		t.Run(write, func(t *testing.T) {
+			h := newHarness(t)
+			h.fake.Push(
+				llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}},
+				llmtest.Turn{Text: "three"},
+			)
+			d, calls := addTool(t, nil)
+			h.startOn(&lostCommits{Store: h.st, ns: []int64{int64(n)}}, h.ps, h.models(), d)
+			c := h.create("add")
+			h.waitStatus(c.ID, chat.Waiting)
+			h.waitLog("a write whose commit was not confirmed is in the database")
+			var shape []string
+			for _, m := range h.history(c.ID) {
+				shape = append(shape, string(m.Role))
+			}
+			if strings.Join(shape, " ") != "user assistant tool assistant" || calls.Load() != 1 {
+				t.Fatalf("history %v after %d tool calls; want user assistant tool assistant, 1 call", shape, calls.Load())
+			}
+		})
+	}
+}
+
+// TestUnconfirmedStatusChangeIsNotALostLease: the write that only moves the
+// chat to requires_action commits but is reported lost; the run finds the
+// change made and does not take it for a lost lease.
+func TestUnconfirmedStatusChangeIsNotALostLease(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{}`}}})
+	h.startOn(&lostCommits{Store: h.st, ns: []int64{2}}, h.ps, h.models(), nil)
+	c := h.create("ask", chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	h.waitStatus(c.ID, chat.RequiresAction)
+	h.waitLog("a write whose commit was not confirmed is in the database")
+	h.logs.mu.Lock()
+	defer h.logs.mu.Unlock()
+	for _, r := range h.logs.recs {
+		if strings.Contains(r, "lease lost") {
+			t.Fatalf("the run took its own write for a lost lease: %s", r)
+		}
+	}
+}
+
+// TestFailedEndKeepsTheAnswer: the write that ends a run with the model's
+// answer fails (not a passing failure): the chat ends in error with the
+// answer, its usage and its cost recorded, not without them.
+func TestFailedEndKeepsTheAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "an answer worth keeping", Usage: llmtest.Usage{InputTokens: 100, OutputTokens: 20}})
+	fs := &failingStore{Store: h.st, fail: failWrites(errors.New("injected: disk full"), 1)}
+	h.startOn(fs, h.ps, h.models(), nil)
+	c := h.create("hello")
+	failed := h.waitStatus(c.ID, chat.Error)
+	if failed.LastError == nil || !strings.Contains(failed.LastError.Message, "disk full") {
+		t.Fatalf("last_error %+v", failed.LastError)
+	}
+	msgs := h.history(c.ID)
+	last := msgs[len(msgs)-1]
+	if last.Role != chat.RoleAssistant || last.Parts[0].Text != "an answer worth keeping" || last.Usage == nil || last.Usage.InputTokens != 100 {
+		t.Fatalf("the last message is %+v, want the answer with its usage", last)
+	}
+	if failed.Usage.InputTokens != 100 || failed.Usage.OutputTokens != 20 || failed.Usage.CostMicros == 0 {
+		t.Fatalf("the chat's usage %+v, want the answer's (100 in, 20 out, a cost)", failed.Usage)
 	}
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -51,8 +53,15 @@ func (r *run) maybeTitle(model llm.Model, history []chat.Message) {
 	}()
 }
 
-// generateTitle asks the model for a title of the first message.
-func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (string, error) {
+// generateTitle asks the model for a title of the first message. A panic
+// (a provider SDK's) is its error: it runs apart from any run, so nothing
+// else would recover it, and the process would die with it.
+func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (title string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
 	res, err := model.Provider.Stream(ctx, llm.Request{
 		Model: model.ModelID, System: titlePrompt, MaxOutputTokens: 64,
 		Messages: []chat.Message{{Role: chat.RoleUser, Parts: first.Parts}},

@@ -97,3 +97,32 @@ func TestTitleKeepsAClientTitle(t *testing.T) {
 		t.Fatalf("title %q", got.Title)
 	}
 }
+
+// panickyTitler panics on title requests and answers everything else.
+type panickyTitler struct{ asked chan struct{} }
+
+func (p panickyTitler) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
+	if strings.Contains(req.System, "title") {
+		close(p.asked)
+		panic("the provider's SDK panicked")
+	}
+	return llm.Result{Parts: []chat.Part{chat.TextPart("the answer")}, FinishReason: "stop"}, nil
+}
+
+// TestTitlePanicKeepsTheProcess: a panic while the title is generated is
+// logged and the fallback title stays; the process, and the chat, live on.
+func TestTitlePanicKeepsTheProcess(t *testing.T) {
+	h := newHarness(t)
+	asked := make(chan struct{})
+	h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: panickyTitler{asked: asked}}}, nil)
+	raw, _ := json.Marshal("a question that gets a title")
+	c, err := h.svc.CreateChat(context.Background(), owner, service.NewChat{Message: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, asked, "the title request")
+	h.waitLog("title not generated", "panic")
+	if got := h.waitStatus(c.ID, chat.Waiting); got.Title != c.Title {
+		t.Fatalf("title %q, want the fallback %q", got.Title, c.Title)
+	}
+}
