@@ -42,6 +42,7 @@ func toAPIError(err error) *apiError {
 		args *service.ArgsError
 		out  *service.OutputError
 		ut   *service.UnavailableToolError
+		dl   *service.DeadlineError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -67,6 +68,9 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &dl):
+		return &apiError{Status: http.StatusConflict, Code: "deadline_passed", Message: dl.Error(),
+			Details: map[string]any{"deadline": dl.Deadline}}
 	case errors.As(err, &ut):
 		return &apiError{Status: http.StatusConflict, Code: "tool_unavailable", Message: ut.Error(),
 			Details: map[string]any{"tool": ut.Tool}}
