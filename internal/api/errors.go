@@ -114,7 +114,8 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON, which browsers must not sniff as
+// anything else (a chat's text is the client's, and could look like HTML).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -122,6 +123,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
