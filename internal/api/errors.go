@@ -42,6 +42,7 @@ func toAPIError(err error) *apiError {
 		args *service.ArgsError
 		out  *service.OutputError
 		ut   *service.UnavailableToolError
+		dl   *service.DeadlineError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -67,6 +68,9 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &dl):
+		return &apiError{Status: http.StatusConflict, Code: "deadline_passed", Message: dl.Error(),
+			Details: map[string]any{"deadline": dl.Deadline}}
 	case errors.As(err, &ut):
 		return &apiError{Status: http.StatusConflict, Code: "tool_unavailable", Message: ut.Error(),
 			Details: map[string]any{"tool": ut.Tool}}
@@ -110,7 +114,8 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON, which browsers must not sniff as
+// anything else (a chat's text is the client's, and could look like HTML).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -118,6 +123,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))

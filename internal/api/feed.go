@@ -86,10 +86,12 @@ type sse struct {
 
 func newSSE(w http.ResponseWriter) *sse { return &sse{w: w, rc: http.NewResponseController(w)} }
 
-// start sends the stream's headers and an opening comment.
+// start sends the stream's headers (not to be sniffed, as JSON answers
+// are not) and an opening comment.
 func (s *sse) start() error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")

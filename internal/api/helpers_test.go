@@ -148,8 +148,12 @@ func (r response) expect(t *testing.T, status int, v any) {
 	if r.status != status {
 		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
 	}
-	if ct := r.header.Get("Content-Type"); len(r.body) > 0 && !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/plain; version=") {
+	ct := r.header.Get("Content-Type")
+	if len(r.body) > 0 && !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "text/plain; version=") {
 		t.Fatalf("Content-Type %q, want application/json", ct)
+	}
+	if strings.HasPrefix(ct, "application/json") && r.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("a JSON answer without X-Content-Type-Options: nosniff (%q)", r.header.Get("X-Content-Type-Options"))
 	}
 	if v != nil {
 		if err := json.Unmarshal(r.body, v); err != nil {

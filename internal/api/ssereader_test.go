@@ -50,7 +50,7 @@ func (s *server) openSSE(path, tok string, header map[string]string, paused bool
 	if res.StatusCode != http.StatusOK {
 		s.t.Fatalf("GET %s: status %d", path, res.StatusCode)
 	}
-	for k, v := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+	for k, v := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no", "X-Content-Type-Options": "nosniff"} {
 		if got := res.Header.Get(k); got != v {
 			s.t.Fatalf("GET %s: %s %q, want %q", path, k, got, v)
 		}

@@ -60,9 +60,10 @@ const maxReasonBytes = 4096
 // when, what) and, for each denied call, its error result. The chat becomes
 // pending once no call waits for anyone, so a chat that also waits for a
 // client's results stays in requires_action. The first submission wins: a
-// later or concurrent one finds no approval pending (StatusError, 409). The
-// ids must match the waiting calls exactly; edited args must satisfy the
-// tool's schema (ArgsError).
+// later or concurrent one finds no approval pending (StatusError, 409), and
+// one after the chat's deadline is refused (DeadlineError, 409). The ids
+// must match the waiting calls exactly; edited args must satisfy the tool's
+// schema (ArgsError).
 func (s *Service) SubmitApprovals(ctx context.Context, by Decider, id string, decisions []Decision) (chat.Chat, error) {
 	for i, d := range decisions {
 		if len(d.Reason) > maxReasonBytes {

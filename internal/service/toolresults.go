@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
@@ -61,7 +62,8 @@ func (e *OutputError) Error() string {
 // SubmitToolResults persists the client's results for the owner's chat in
 // requires_action and makes it pending, in one transaction: the first
 // submission wins, every later or concurrent one finds the chat in another
-// status (StatusError, 409). The ids must match the pending calls exactly.
+// status (StatusError, 409), and one after the chat's deadline is refused
+// (DeadlineError, 409). The ids must match the pending calls exactly.
 // A chat that also waits for approvals stays in requires_action. The output
 // of a result that is not an error must satisfy its tool's output_schema,
 // if it declares one (OutputError); then nothing is stored.
@@ -117,13 +119,45 @@ const (
 	answerDecisions = chat.ActionApproval
 )
 
+// DeadlineError refuses results or decisions that come once the chat's
+// deadline for them has passed (409): the calls still open are answered in
+// their place (no result; denied), so nothing of the submission is written.
+type DeadlineError struct {
+	ChatID   string
+	Deadline time.Time
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("the deadline for results and decisions passed at %s; the calls still open are answered without them (no result, or denied)",
+		e.Deadline.Format(time.RFC3339Nano))
+}
+
+// beforeDeadline refuses an answer to c, locked in tx, once c's deadline has
+// passed on the database's clock, the one it expires by: an answer is taken
+// before the deadline or not at all, however late the engine's sweep
+// answers in its place.
+func beforeDeadline(ctx context.Context, tx store.Tx, c chat.Chat) error {
+	if c.ActionDeadline == nil {
+		return nil
+	}
+	now, err := tx.Now(ctx)
+	if err != nil {
+		return err
+	}
+	if !c.ActionDeadline.After(now) {
+		return &DeadlineError{ChatID: c.ID, Deadline: *c.ActionDeadline}
+	}
+	return nil
+}
+
 // answerPending records, for the owner's chat in requires_action, the
-// answers to its pending calls of one kind, in one transaction: ids must
-// name exactly those calls (IDMismatchError), build turns them into the
-// parts of one tool message (or refuses, and nothing is stored), and the
-// chat becomes pending once no call of either kind waits. The first
-// submission wins: a later or concurrent one finds nothing of its kind
-// pending (StatusError, 409).
+// answers to its pending calls of one kind, in one transaction: the chat's
+// deadline must not have passed (DeadlineError), ids must name exactly
+// those calls (IDMismatchError), build turns them into the parts of one
+// tool message (or refuses, and nothing is stored), and the chat becomes
+// pending once no call of either kind waits. The first submission wins: a
+// later or concurrent one finds nothing of its kind pending (StatusError,
+// 409).
 func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids []string, build func(c chat.Chat, pending []chat.ToolCall) ([]chat.Part, error)) (chat.Chat, error) {
 	var c chat.Chat
 	err := s.write(ctx, func(tx store.Tx, n *events.Notice) error {
@@ -134,6 +168,9 @@ func (s *Service) answerPending(ctx context.Context, owner, id, kind string, ids
 		what := map[string]string{answerResults: "tool results", answerDecisions: "decisions"}[kind]
 		if c.Status != chat.RequiresAction {
 			return &StatusError{ChatID: id, Status: c.Status, Reason: what + " are accepted only while the chat is requires_action"}
+		}
+		if err := beforeDeadline(ctx, tx, c); err != nil {
+			return err
 		}
 		tail, err := tx.LastTurn(ctx, id)
 		if err != nil {

@@ -147,6 +147,12 @@ type Tx interface {
 	AfterCommit(fn func())
 	// LockChat reads a chat and locks its row until the transaction ends.
 	LockChat(ctx context.Context, id string) (chat.Chat, error)
+	// Now returns the database's clock, in UTC to the microsecond: the clock
+	// action deadlines (Transition.ActionTimeout, ExpiredActions) and leases
+	// are reckoned on, so a transaction can tell whether a chat's deadline
+	// has passed as every replica would. On PostgreSQL it is now(), the
+	// time the transaction began.
+	Now(ctx context.Context) (time.Time, error)
 	// Fence locks the chat's row if l still holds the chat (status running,
 	// same worker id and generation); ErrLeaseLost if l no longer holds it,
 	// and then the transaction must end. A worker calls it first in every

@@ -130,6 +130,16 @@ func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
 	return t.getChat(ctx, "lock chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
 }
 
+// Now reads now(): the start of the transaction, on the clock deadlines
+// are set and expire by.
+func (t *tx) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := t.q.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return now.UTC(), nil
+}
+
 func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	if err := dbutil.CheckNewChat(c); err != nil {
 		return fmt.Errorf("insert chat: %w", err)

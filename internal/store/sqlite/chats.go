@@ -138,6 +138,10 @@ func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
 	return c, nil
 }
 
+// Now is this process's clock: the only one on the file, by which
+// TransitionChat sets deadlines and ExpiredActions finds them passed.
+func (t *tx) Now(context.Context) (time.Time, error) { return dbutil.Now(), nil }
+
 func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	if err := dbutil.CheckNewChat(c); err != nil {
 		return fmt.Errorf("insert chat: %w", err)

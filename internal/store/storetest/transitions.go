@@ -15,6 +15,7 @@ var transitionTests = map[string]func(*testing.T, opener){
 	"Missing":               testTransitionMissing,
 	"LastErrorColumn":       testLastErrorColumn,
 	"ActionDeadlineColumn":  testActionDeadlineColumn,
+	"TxNowIsDeadlinesClock": testTxNow,
 	"BumpsUpdatedAt":        testTransitionBumpsUpdatedAt,
 	"VersionGrows":          testVersionGrows,
 	"ReturnsChatAfter":      testTransitionReturnsChat,
@@ -157,6 +158,51 @@ func testActionDeadlineColumn(t *testing.T, open opener) {
 	if got.ActionDeadline != nil || getChat(t, s, c.ID).ActionDeadline != nil {
 		t.Fatalf("requires_action -> pending kept action_deadline %v", got.ActionDeadline)
 	}
+}
+
+// testTxNow: Tx.Now is the clock deadlines are set and expire by. A
+// deadline set with no timeout has passed by Now in a later transaction, a
+// chat's deadline has passed by Now exactly when ExpiredActions lists it,
+// and Now is this machine's time, in UTC to the microsecond.
+func testTxNow(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addDeadlines(t, s)
+	c := addChat(t, s, chat.Chat{ID: "due-now", Status: chat.Running})
+	mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.RequiresAction})
+	before := now()
+	inTx(t, s, func(tx store.Tx) error {
+		n, err := tx.Now(t.Context())
+		if err != nil {
+			return err
+		}
+		if n.Location() != time.UTC || !n.Equal(n.Truncate(time.Microsecond)) {
+			t.Errorf("Now = %v, want UTC to the microsecond", n)
+		}
+		// The database runs on this machine: its clock is this one's.
+		if n.Before(before.Add(-clockSlack)) || n.After(now().Add(clockSlack)) {
+			t.Errorf("Now = %v, want about %v", n, before)
+		}
+		es, err := tx.ExpiredActions(t.Context(), 100)
+		if err != nil {
+			return err
+		}
+		listed := map[string]bool{}
+		for _, e := range es {
+			listed[e.ChatID] = true
+		}
+		var passed []string
+		for _, id := range []string{"z-first", "a-due", "b-due", "later", "due-now"} {
+			d := getChat(t, tx, id).ActionDeadline
+			if p := !d.After(n); p != listed[id] {
+				t.Errorf("%s: deadline %v passed by Now %v: %v; listed by ExpiredActions: %v", id, d, n, p, listed[id])
+			} else if p {
+				passed = append(passed, id)
+			}
+		}
+		wantEqual(t, "deadlines passed by Now", passed, []string{"z-first", "a-due", "b-due", "due-now"})
+		return nil
+	})
 }
 
 func testTransitionBumpsUpdatedAt(t *testing.T, open opener) {
