@@ -21,6 +21,8 @@ import (
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/testutil/invariant"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
 )
 
 // failingStore fails chosen transactions of the engine (InTx calls, counted
@@ -542,5 +544,50 @@ func TestFailedEndKeepsTheAnswer(t *testing.T) {
 	}
 	if failed.Usage.InputTokens != 100 || failed.Usage.OutputTokens != 20 || failed.Usage.CostMicros == 0 {
 		t.Fatalf("the chat's usage %+v, want the answer's (100 in, 20 out, a cost)", failed.Usage)
+	}
+}
+
+// TestWhatModelsAndToolsProduceIsStored: a model that writes U+0000 and a
+// call whose arguments nest deeper than any store keeps, then a tool whose
+// output holds U+0000: the run goes on, the text is stored with U+FFFD in
+// place of U+0000, and the over-deep call is answered as invalid arguments
+// without running.
+func TestWhatModelsAndToolsProduceIsStored(t *testing.T) {
+	h := newHarness(t)
+	deep := strings.Repeat(`{"a":`, 1100) + "1" + strings.Repeat("}", 1100)
+	h.fake.Push(
+		llmtest.Turn{Text: "nul:\x00:", ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "echo", Args: deep}, {ID: "c2", Name: "echo", Args: `{"s":"x\u0000y"}`}}},
+		llmtest.Turn{Text: "done"},
+	)
+	var runs atomic.Int64
+	reg := tools.NewRegistry(nil)
+	echo := tool.Func(tool.Decl{Name: "echo", Description: "echoes s"},
+		func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			runs.Add(1)
+			var in struct{ S string }
+			_ = json.Unmarshal(c.Args, &in)
+			return tool.Text("got " + in.S), nil
+		})
+	if err := reg.AddTool(echo); err != nil {
+		t.Fatal(err)
+	}
+	h.start(tools.NewDispatcher(reg, tools.Options{}, nil))
+	c := h.create("go")
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	if got := msgs[1].Parts[0].Text; got != "nul:\uFFFD:" {
+		t.Fatalf("stored text %q, want U+0000 replaced", got)
+	}
+	if args := string(msgs[1].Parts[1].Args); args != "{}" {
+		t.Fatalf("stored arguments of the over-deep call: %.40s…, want {}", args)
+	}
+	if r := resultOf(t, msgs, "c1"); !r.IsError || !strings.Contains(string(r.Output), "nested deeper than") {
+		t.Fatalf("the over-deep call's result: %s", r.Output)
+	}
+	if r := resultOf(t, msgs, "c2"); r.IsError || string(r.Output) != `"got x\ufffdy"` {
+		t.Fatalf("the tool's output %s, want U+0000 replaced", r.Output)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the tool ran %d times, want once (not for the over-deep call)", runs.Load())
 	}
 }

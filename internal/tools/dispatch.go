@@ -151,6 +151,12 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	bySource := map[*sourceState]*batch{}
 	var pending []int
 	for i, c := range step.Calls {
+		if chat.JSONDepth(c.Args) > chat.MaxStoredDepth {
+			// Stored, the arguments are {} (chat.MakeStorable): the call
+			// must not run, not even with those.
+			results[i] = errorPart(c, "invalid arguments: nested deeper than %d levels", chat.MaxStoredDepth)
+			continue
+		}
 		if dt, ok := dynamic[c.ToolName]; ok {
 			if msg := d.checkDynamic(dt, c.Args); msg != "" {
 				results[i] = errorPart(c, "%s", msg)
