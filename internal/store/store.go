@@ -216,10 +216,6 @@ type Transition struct {
 	// replica agrees on when it passes); the deadline is cleared on any
 	// other status.
 	ActionTimeout time.Duration
-	// PendingIfQueued, with From Running and To Waiting, makes the chat
-	// Pending instead when messages wait in its queue: a run that ends with
-	// messages to answer. Promoting them is the caller's work.
-	PendingIfQueued bool
 	// AddUsage is added to the chat's usage totals with the change: the
 	// usage of the messages the same write inserted.
 	AddUsage chat.Usage

@@ -231,18 +231,18 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 }
 
 // transitionSet is the SET clause of a Transition's UPDATE; transitionArgs
-// are its arguments, $1 (the chat's id) to $11, $2 being From. A deadline
+// are its arguments, $1 (the chat's id) to $10, $2 being From. A deadline
 // ($5, microseconds from now, or NULL) is reckoned on the database's clock,
 // as leases are. Leaving running ends the lease: no worker holds the chat
 // any more. Any change from running (a finished step, running -> running,
 // too) ends the count of recoveries in a row.
-var transitionSet = `status = ` + dbutil.NewStatus("$8::boolean", "$3::text") + `,
+var transitionSet = `status = $3::text,
 	last_error = $4, action_deadline = now() + $5::bigint * interval '1 microsecond', version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
 	lease_recoveries = CASE WHEN $2 = 'running' THEN 0 ELSE lease_recoveries END,
-	usage_input_tokens = usage_input_tokens + $9, usage_output_tokens = usage_output_tokens + $10,
-	usage_cost_micros = usage_cost_micros + $11`
+	usage_input_tokens = usage_input_tokens + $8, usage_output_tokens = usage_output_tokens + $9,
+	usage_cost_micros = usage_cost_micros + $10`
 
 func transitionArgs(id string, tr store.Transition) ([]any, error) {
 	var lastErr []byte
@@ -257,7 +257,7 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 		us := tr.ActionTimeout.Microseconds()
 		deadline = &us
 	}
-	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr), tr.PendingIfQueued,
+	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr),
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros}, nil
 }
 

@@ -233,7 +233,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	// Any change from running (a finished step, running -> running, too)
 	// ends the count of recoveries in a row.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
-		SET status = `+dbutil.NewStatus("?", "?")+`, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
+		SET status = ?, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
 			lease_recoveries = CASE WHEN ? THEN 0 ELSE lease_recoveries END,
@@ -241,7 +241,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
-		tr.PendingIfQueued, string(tr.To), text(lastErr), deadline, dbutil.Micros(now),
+		string(tr.To), text(lastErr), deadline, dbutil.Micros(now),
 		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running,
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {

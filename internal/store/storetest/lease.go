@@ -17,7 +17,6 @@ var leaseTests = map[string]func(*testing.T, opener){
 	"AcquireOldestFirst":               testAcquireOldestFirst,
 	"AcquireInvalid":                   testAcquireInvalid,
 	"AcquireSeveral":                   testAcquireSeveral,
-	"RunEndsPendingIfQueued":           testPendingIfQueued,
 	"ConcurrentAcquireOnce":            testConcurrentAcquire,
 	"RenewExtendsAndInterrupt":         testRenew,
 	"RenewLost":                        testRenewLost,
@@ -461,8 +460,8 @@ func testFencedFinalWrite(t *testing.T, open opener) {
 
 // testFinalWriteSeesQueued: a run's final write that waits for the chat's
 // row while a user's message is being queued (the queue's transaction holds
-// the row) sees that message once it may go on: the chat becomes pending,
-// not waiting with a message nobody will answer.
+// the row) sees that message in the queue once its fence may go on, so it
+// promotes it instead of leaving a message nobody will answer.
 func testFinalWriteSeesQueued(t *testing.T, open opener) {
 	s, c, l := runningChat(t, open)
 	ids, err := s.ReserveMessageIDs(t.Context(), 1)
@@ -470,7 +469,7 @@ func testFinalWriteSeesQueued(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	queued := queueWhileLocked(t, s, c.ID)
-	var after chat.Chat
+	var seen []chat.QueuedMessage
 	err = txErr(t, s, func(tx store.Tx) error {
 		if err := tx.Fence(t.Context(), l); err != nil {
 			return err
@@ -480,7 +479,7 @@ func testFinalWriteSeesQueued(t *testing.T, open opener) {
 			return err
 		}
 		var err error
-		after, err = tx.TransitionChat(t.Context(), c.ID, store.Transition{From: chat.Running, To: chat.Waiting, PendingIfQueued: true})
+		seen, err = tx.ListQueued(t.Context(), c.ID)
 		return err
 	})
 	if err != nil {
@@ -489,8 +488,8 @@ func testFinalWriteSeesQueued(t *testing.T, open opener) {
 	if err := <-queued; err != nil {
 		t.Fatalf("queue a message: %v", err)
 	}
-	if after.Status != chat.Pending {
-		t.Fatalf("after the final write the chat is %s with a message queued, want pending", after.Status)
+	if len(seen) != 1 {
+		t.Fatalf("the final write saw %d queued messages after its fence, want the one queued while it waited", len(seen))
 	}
 }
 
@@ -630,46 +629,6 @@ func testAcquireSeveral(t *testing.T, open opener) {
 	cs, _, err := s.AcquireChats(t.Context(), "w1", longTTL, 3)
 	if err != nil || len(cs) != 0 {
 		t.Fatalf("nothing left: %d chats, %v", len(cs), err)
-	}
-}
-
-// testPendingIfQueued: a run that ends with messages in its chat's queue
-// makes the chat pending (to answer them), one that ends without makes it
-// waiting; the option is refused on any other transition.
-func testPendingIfQueued(t *testing.T, open opener) {
-	s := open(t)
-	addOwner(t, s, "alice")
-	end := func(l store.Lease) chat.Chat {
-		t.Helper()
-		var c chat.Chat
-		inTx(t, s, func(tx store.Tx) error {
-			if err := tx.Fence(t.Context(), l); err != nil {
-				return err
-			}
-			var err error
-			c, err = tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Running, To: chat.Waiting, PendingIfQueued: true})
-			return err
-		})
-		return c
-	}
-	addChat(t, s, chat.Chat{Status: chat.Pending})
-	_, l := acquire(t, s, "w1", longTTL)
-	if c := end(l); c.Status != chat.Waiting || c.WorkerID != "" {
-		t.Fatalf("a run with an empty queue ended %s (worker %q), want waiting with no worker", c.Status, c.WorkerID)
-	}
-	addChat(t, s, chat.Chat{Status: chat.Pending})
-	_, l = acquire(t, s, "w1", longTTL)
-	q := chat.QueuedMessage{ChatID: l.ChatID, Parts: []chat.Part{chat.TextPart("later")}}
-	inTx(t, s, func(tx store.Tx) error { return tx.InsertQueued(t.Context(), &q) })
-	if c := end(l); c.Status != chat.Pending || c.WorkerID != "" {
-		t.Fatalf("a run with a queued message ended %s (worker %q), want pending with no worker", c.Status, c.WorkerID)
-	}
-	err := txErr(t, s, func(tx store.Tx) error {
-		_, err := tx.TransitionChat(t.Context(), l.ChatID, store.Transition{From: chat.Pending, To: chat.Running, PendingIfQueued: true})
-		return err
-	})
-	if err == nil {
-		t.Fatal("PendingIfQueued accepted on pending -> running")
 	}
 }
 

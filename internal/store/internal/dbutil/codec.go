@@ -31,9 +31,6 @@ func CheckTransition(t store.Transition) error {
 	if !chat.CanTransition(t.From, t.To) {
 		return &store.IllegalTransitionError{From: t.From, To: t.To}
 	}
-	if t.PendingIfQueued && (t.From != chat.Running || t.To != chat.Waiting) {
-		return fmt.Errorf("PendingIfQueued is for running -> waiting, not %s -> %s", t.From, t.To)
-	}
 	return nil
 }
 
@@ -47,18 +44,6 @@ func Change(from, to chat.Status) (fromSQL, toSQL string) {
 		panic(fmt.Sprintf("illegal status change %s -> %s in a statement", from, to))
 	}
 	return "'" + string(from) + "'", "'" + string(to) + "'"
-}
-
-// queuedPending is the change PendingIfQueued makes instead of its To.
-var _, queuedPending = Change(chat.Running, chat.Pending)
-
-// NewStatus is the SQL expression of a transition's new status, given the
-// placeholders of Transition.PendingIfQueued and of To: running -> pending
-// instead of To when asked and messages wait in the chat's queue (both
-// changes are checked against the table: CheckTransition, Change).
-func NewStatus(pendingIfQueued, to string) string {
-	return `CASE WHEN ` + pendingIfQueued + ` AND EXISTS (SELECT 1 FROM queued_messages q WHERE q.chat_id = chats.id)
-		THEN ` + queuedPending + ` ELSE ` + to + ` END`
 }
 
 // ChatJSON is a chat's JSON columns, encoded.
