@@ -2,9 +2,12 @@ package facade_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
@@ -98,6 +102,52 @@ func newSQLite(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAI
 	r := serve(t, sqlitetest.Open(t, t.TempDir()), memory.New(), fake, opts...)
 	r.runEngine()
 	return r, fake
+}
+
+// newPostgres starts a replica on a fresh PostgreSQL schema (skipped
+// without PARLEY_TEST_POSTGRES) with an engine whose model is a fresh fake.
+func newPostgres(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAIChat) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	fake := llmtest.NewOpenAIChat(t)
+	st, ps := pgtest.Replica(t, dsn, "parley_test_"+strings.ToLower(rand.Text()[:10]), testLog(t))
+	r := serve(t, st, ps, fake, opts...)
+	r.runEngine()
+	return r, fake
+}
+
+// onBothStores runs test as a subtest on SQLite and on PostgreSQL.
+func onBothStores(t *testing.T, test func(t *testing.T, r *replica, fake *llmtest.OpenAIChat)) {
+	t.Run("sqlite", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		test(t, r, fake)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		r, fake := newPostgres(t)
+		test(t, r, fake)
+	})
+}
+
+// post sends body to path (under /v1) with tok, and returns the status
+// and the decoded answer.
+func (r *replica) post(tok, path, body string) (int, map[string]any) {
+	r.t.Helper()
+	req, err := http.NewRequest("POST", r.url+"/v1"+path, strings.NewReader(body))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		r.t.Fatalf("POST %s: %d, undecodable answer: %v", path, res.StatusCode, err)
+	}
+	return res.StatusCode, out
 }
 
 // runEngine runs an engine over the replica's store and pubsub until the

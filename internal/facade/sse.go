@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
 // requestBody is a /v1 request: it checks itself and names its model.
@@ -19,13 +20,23 @@ func (r *responsesRequest) model() string  { return r.Model }
 
 // readRequest decodes a request body (at most maxBody), checks it, and
 // checks that its model is configured, answering in OpenAI's error shape.
+// The body is held to what parley's API takes (jsonscan): nested at most
+// jsonscan.MaxDepth deep, no string holding U+0000, whichever database
+// stores it.
 func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req requestBody) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		return invalid("", "the request body could not be read: %v", err)
 	}
+	tooDeep, nul := jsonscan.Scan(body)
+	if tooDeep != nil {
+		return invalid(tooDeep.Field, "%s", tooDeep.Error())
+	}
 	if err := json.Unmarshal(body, req); err != nil {
 		return invalid("", "We could not parse the JSON body of your request: %v", err)
+	}
+	if nul != nil {
+		return invalid(nul.Field, "%s", nul.Error())
 	}
 	if err := req.check(); err != nil {
 		return err
