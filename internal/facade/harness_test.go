@@ -265,3 +265,17 @@ func weatherTool() openai.ChatCompletionToolUnionParam {
 		Parameters:  openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
 	})
 }
+
+// history reads a chat's messages.
+func (r *replica) history(id string) []chat.Message {
+	r.t.Helper()
+	var out []chat.Message
+	err := store.ForEachMessage(context.Background(), r.st, id, 0, func(m chat.Message) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}

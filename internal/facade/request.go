@@ -66,9 +66,14 @@ type conversation struct {
 	System  string         // system and developer messages, joined
 	History []chat.Message // user, assistant and tool messages, oldest first
 	// Results are the tool results of the trailing tool messages (after the
-	// last assistant message), in request order; nil when the request ends
+	// last assistant message), in call order; nil when the request ends
 	// otherwise. They may continue a chat that waits for exactly them.
 	Results []chat.Part
+	// Calls are the tool calls of the last assistant message and Prior the
+	// messages before it, when Results is not nil: what a chat the request
+	// continues must have shown its client (see waitingFor).
+	Calls []chat.Part
+	Prior []chat.Message
 }
 
 // toolChoiceNone reports tool_choice "none": the model is offered no tool.
@@ -193,7 +198,7 @@ func (r *completionRequest) conversation() (conversation, error) {
 		return cv, invalid("messages", "the last message is the assistant's: end with a user message or the results of its tool calls")
 	}
 	if last := cv.History[len(cv.History)-1]; last.Role == chat.RoleTool {
-		cv.Results = last.Parts
+		cv.Results, cv.Calls, cv.Prior = last.Parts, calls, cv.History[:lastAssistant]
 	}
 	return cv, nil
 }
