@@ -1,9 +1,11 @@
 package facade_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -278,4 +280,61 @@ func (r *replica) history(id string) []chat.Message {
 		r.t.Fatal(err)
 	}
 	return out
+}
+
+// streamWait bounds how long a test waits for the next line of a stream:
+// a regression fails with a message instead of hanging until go test's
+// -timeout.
+const streamWait = 30 * time.Second
+
+// streamLines yields the lines of body, failing the test if none comes
+// for wait (or the body ends in an error). The body is closed when the
+// test ends, which ends the reading goroutine.
+func streamLines(t *testing.T, body io.ReadCloser, wait time.Duration) func(yield func(string) bool) {
+	t.Helper()
+	type line struct {
+		text string
+		err  error
+		eof  bool
+	}
+	ch := make(chan line)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); body.Close() })
+	go func() {
+		sc := bufio.NewScanner(body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			select {
+			case ch <- line{text: sc.Text()}:
+			case <-done:
+				return
+			}
+		}
+		select {
+		case ch <- line{err: sc.Err(), eof: true}:
+		case <-done:
+		}
+	}()
+	return func(yield func(string) bool) {
+		t.Helper()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			select {
+			case l := <-ch:
+				if l.eof {
+					if l.err != nil {
+						t.Fatalf("stream: %v", l.err)
+					}
+					return
+				}
+				if !yield(l.text) {
+					return
+				}
+				timer.Reset(wait)
+			case <-timer.C:
+				t.Fatalf("no line of the stream for %v", wait)
+			}
+		}
+	}
 }
