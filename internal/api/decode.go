@@ -8,15 +8,16 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
 // decode reads the request body, at most the configured size, into v: one
 // JSON value, no unknown fields, nothing after it, nested at most
-// maxJSONDepth deep, no string holding U+0000 (see scanJSON). An empty body decodes as {}. Errors are apiErrors that say
-// where the JSON went wrong.
+// jsonscan.MaxDepth deep, no string holding U+0000 (see scanJSON). An
+// empty body decodes as {}. Errors are apiErrors that say where the JSON
+// went wrong.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.Limits.MaxBodyBytes))
 	if err != nil {
@@ -47,168 +48,20 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return refused
 }
 
-// maxJSONDepth bounds how deeply a request body's arrays and objects nest.
-// The decoder alone would take 10,000 levels, but SQLite refuses stored JSON
-// deeper than 1,000 (a tool output or a schema's "default" is stored inside
-// a few more levels): one limit, at the API and well below both databases',
-// answers the same on every backend.
-const maxJSONDepth = 64
-
-// scanJSON checks, in one pass over the raw body, what the decoder accepts
-// but the stores cannot keep alike. tooDeep is nesting deeper than
-// maxJSONDepth, found before the decoder's own work, and refused a string (a
-// value or a key, anywhere in the body, tool outputs and schemas included)
-// holding U+0000, which PostgreSQL's text and jsonb cannot hold while SQLite
-// can; both name where they are. It checks no syntax: on malformed JSON its
-// answers are moot, and the decoder says what is wrong.
+// scanJSON checks, with jsonscan.Scan, what the decoder accepts but the
+// stores cannot keep alike, as the API's errors: tooDeep is nesting deeper
+// than jsonscan.MaxDepth, refused a string holding U+0000.
 func scanJSON(body []byte) (tooDeep, refused error) {
-	var path jsonPath
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '{', '[':
-			if len(path.frames) == maxJSONDepth {
-				field := path.String()
-				line, col := position(body, int64(i+1))
-				msg := fmt.Sprintf("JSON nested deeper than %d levels at line %d, column %d", maxJSONDepth, line, col)
-				if field != "" {
-					msg += " (in " + field + ")"
-				}
-				return &apiError{Status: http.StatusBadRequest, Code: "json_too_deep", Message: msg,
-					Details: map[string]any{"limit": maxJSONDepth, "field": field, "line": line, "column": col, "offset": i + 1}}, refused
-			}
-			path.push(body[i] == '{')
-		case '}', ']':
-			path.pop()
-		case ',':
-			path.next()
-		case '"':
-			end, nul := scanString(body, i)
-			if end < 0 {
-				return nil, refused // unterminated: the decoder says where
-			}
-			key := path.wantsKey()
-			if key {
-				var name string
-				if json.Unmarshal(body[i:end+1], &name) != nil {
-					name = string(body[i+1 : end]) // malformed: the decoder will say so
-				}
-				path.setKey(name)
-			}
-			if nul && refused == nil {
-				field, what := path.String(), "must not contain"
-				if key {
-					field, what = path.parent(), "must not have a key containing"
-				}
-				refused = &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
-					Message: fmt.Sprintf(`%s: %s the NUL character (\u0000)`, fieldName(field), what),
-					Details: map[string]any{"field": field}}
-			}
-			i = end
-		}
+	deep, nul := jsonscan.Scan(body)
+	if deep != nil {
+		return &apiError{Status: http.StatusBadRequest, Code: "json_too_deep", Message: deep.Error(),
+			Details: map[string]any{"limit": jsonscan.MaxDepth, "field": deep.Field, "line": deep.Line, "column": deep.Column, "offset": deep.Offset}}, nil
 	}
-	return nil, refused
-}
-
-// scanString returns the index of the quote that closes the string opening
-// at body[start], or -1, and whether the string holds an escaped U+0000. A
-// raw NUL byte is no JSON: the decoder refuses it.
-func scanString(body []byte, start int) (end int, nul bool) {
-	for i := start + 1; i < len(body); i++ {
-		switch body[i] {
-		case '"':
-			return i, nul
-		case '\\':
-			if i+5 < len(body) && body[i+1] == 'u' && string(body[i+2:i+6]) == "0000" {
-				nul = true
-			}
-			i++ // the escaped character; \uXXXX's digits are plain bytes
-		}
+	if nul != nil {
+		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Message: nul.Error(),
+			Details: map[string]any{"field": nul.Field}}
 	}
-	return -1, nul
-}
-
-// fieldName is how an error message names a field: "the request body" for
-// the whole of it.
-func fieldName(field string) string {
-	if field == "" {
-		return "the request body"
-	}
-	return field
-}
-
-// jsonPath follows where a scan is in a JSON document, to name a field the
-// way validation errors do: "dynamic_tools[0].input_schema.properties.city".
-type jsonPath struct {
-	frames []pathFrame
-}
-
-// pathFrame is one open object or array.
-type pathFrame struct {
-	object  bool
-	key     string // the object's current member
-	index   int    // the array's current element
-	wantKey bool   // the object's next string is a key
-}
-
-func (p *jsonPath) push(object bool) {
-	p.frames = append(p.frames, pathFrame{object: object, wantKey: object})
-}
-
-func (p *jsonPath) pop() {
-	if len(p.frames) > 0 {
-		p.frames = p.frames[:len(p.frames)-1]
-	}
-}
-
-// next moves past a comma: to the next key of an object, the next element
-// of an array.
-func (p *jsonPath) next() {
-	if len(p.frames) == 0 {
-		return
-	}
-	f := &p.frames[len(p.frames)-1]
-	if f.object {
-		f.wantKey = true
-	} else {
-		f.index++
-	}
-}
-
-func (p *jsonPath) wantsKey() bool {
-	return len(p.frames) > 0 && p.frames[len(p.frames)-1].wantKey
-}
-
-func (p *jsonPath) setKey(k string) {
-	f := &p.frames[len(p.frames)-1]
-	f.key, f.wantKey = k, false
-}
-
-// plainKey is a key that needs no quoting in a path.
-var plainKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$-]*$`)
-
-// String names the current value: keys joined with ".", indexes in
-// brackets, other keys quoted in brackets; "" for the whole body.
-func (p *jsonPath) String() string { return p.name(len(p.frames)) }
-
-// parent names the object or array the current value is in.
-func (p *jsonPath) parent() string { return p.name(len(p.frames) - 1) }
-
-func (p *jsonPath) name(n int) string {
-	var b strings.Builder
-	for _, f := range p.frames[:max(n, 0)] {
-		switch {
-		case !f.object:
-			fmt.Fprintf(&b, "[%d]", f.index)
-		case plainKey.MatchString(f.key):
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(f.key)
-		default:
-			fmt.Fprintf(&b, "[%s]", strconv.Quote(f.key))
-		}
-	}
-	return b.String()
+	return nil, nil
 }
 
 // jsonError describes a decoding error with its position in body.
@@ -227,7 +80,7 @@ func jsonError(body []byte, err error) error {
 			return &apiError{Status: http.StatusBadRequest, Code: "invalid_json",
 				Message: fmt.Sprintf("the request body must be %s, got %s", jsonKind(typ.Type), typ.Value)}
 		}
-		line, col := position(body, typ.Offset)
+		line, col := jsonscan.Position(body, typ.Offset)
 		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
 			Message: fmt.Sprintf("field %q must be %s, got %s (line %d, column %d)", typ.Field, jsonKind(typ.Type), typ.Value, line, col),
 			Details: map[string]any{"field": typ.Field, "line": line, "column": col}}
@@ -242,24 +95,11 @@ func jsonError(body []byte, err error) error {
 
 // invalidJSON is a syntax error at offset (bytes read when it was found).
 func invalidJSON(body []byte, offset int64, msg string) error {
-	line, col := position(body, offset)
+	line, col := jsonscan.Position(body, offset)
 	msg = strings.TrimPrefix(msg, "json: ")
 	return &apiError{Status: http.StatusBadRequest, Code: "invalid_json",
 		Message: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, msg),
 		Details: map[string]any{"line": line, "column": col, "offset": offset}}
-}
-
-// position turns the count of bytes read before an error into the 1-based
-// line and column of the last byte read.
-func position(body []byte, offset int64) (line, col int) {
-	off := int(min(max(offset, 0), int64(len(body))))
-	before := body[:off]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	col = off - bytes.LastIndexByte(before, '\n') - 1
-	if col < 1 {
-		col = 1
-	}
-	return line, col
 }
 
 // jsonKind names the JSON a Go type is decoded from.

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/service"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // Labels of the chats the facade makes.
@@ -17,6 +15,10 @@ const (
 	labelAPI      = "api"
 	labelAPIValue = "openai-chat"
 	labelUser     = "user" // the request's "user"
+	// labelConversation holds a Chat Completions chat's conversation key
+	// (conversationKey): what the client had sent when the chat's run
+	// started.
+	labelConversation = "conversation"
 )
 
 // maxBody bounds a request body.
@@ -77,74 +79,24 @@ func runFailed(c chat.Chat) *apiError {
 
 // target finds the chat a request continues, or creates one for it.
 func (f *Facade) target(ctx context.Context, owner string, req *completionRequest, cv conversation) (target, error) {
+	key := conversationKey(req.User, cv.System, cv.History)
 	if len(cv.Results) > 0 {
-		c, ok, err := f.waitingFor(ctx, owner, cv.Results)
+		c, ok, err := f.waitingFor(ctx, owner, conversationKey(req.User, cv.System, cv.Prior), cv.Calls, cv.Results)
 		if err != nil {
 			return target{}, err
 		}
 		if ok {
-			return f.continueChat(ctx, owner, c, cv.Results)
+			return f.continueChat(ctx, owner, c, cv.Results, key)
 		}
 	}
-	return f.newChat(ctx, owner, req, cv)
-}
-
-// waitingFor finds the owner's facade chat that waits in requires_action
-// for exactly the client calls results answer. It reads the database only,
-// so the chat may have run on any replica.
-func (f *Facade) waitingFor(ctx context.Context, owner string, results []chat.Part) (chat.Chat, bool, error) {
-	ids := make([]string, len(results))
-	for i, p := range results {
-		ids[i] = p.ToolCallID
-	}
-	slices.Sort(ids)
-	q := store.ChatQuery{Statuses: []chat.Status{chat.RequiresAction}, Labels: map[string]string{labelAPI: labelAPIValue}, Limit: store.MaxPageSize}
-	for {
-		page, err := f.svc.ListChats(ctx, owner, q)
-		if err != nil {
-			return chat.Chat{}, false, err
-		}
-		for _, c := range page.Chats {
-			want := clientCalls(c)
-			slices.Sort(want)
-			if len(want) > 0 && slices.Equal(want, ids) {
-				return c, true, nil
-			}
-		}
-		if page.NextCursor == "" {
-			return chat.Chat{}, false, nil
-		}
-		q.Cursor = page.NextCursor
-	}
-}
-
-// continueChat is the target of a request that answers the calls a chat
-// waits for: submitting them as its tool results resumes it, with its
-// hidden server-side steps still in the model's context.
-func (f *Facade) continueChat(ctx context.Context, owner string, c chat.Chat, results []chat.Part) (target, error) {
-	baseline, err := f.lastMessage(ctx, c.ID)
-	if err != nil {
-		return target{}, err
-	}
-	submit := make([]service.ToolResult, len(results))
-	for i, p := range results {
-		submit[i] = service.ToolResult{ToolCallID: p.ToolCallID, Output: p.Output}
-	}
-	start := func(ctx context.Context) error {
-		_, err := f.svc.SubmitToolResults(ctx, owner, c.ID, submit)
-		var se *service.StatusError
-		if errors.As(err, &se) {
-			return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "conversation_moved_on",
-				Message: fmt.Sprintf("parley chat %s no longer waits for these tool results (it is %s): another request answered them, or its deadline passed", c.ID, se.Status)}
-		}
-		return err
-	}
-	return target{chat: c, baseline: baseline, start: start}, nil
+	return f.newChat(ctx, owner, req, cv, key)
 }
 
 // newChat creates the chat of a request that continues none: its messages
-// are the chat's history, and starting it answers them.
-func (f *Facade) newChat(ctx context.Context, owner string, req *completionRequest, cv conversation) (target, error) {
+// are the chat's history, and starting it answers them. A Chat Completions
+// chat is labelled with key, the request's conversation key, by which the
+// request that answers its calls finds it (waitingFor).
+func (f *Facade) newChat(ctx context.Context, owner string, req *completionRequest, cv conversation, key string) (target, error) {
 	tools, err := req.dynamicTools()
 	if err != nil {
 		return target{}, err
@@ -165,6 +117,8 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 	}
 	if req.apiLabel != "" {
 		in.Labels[labelAPI] = req.apiLabel
+	} else {
+		in.Labels[labelConversation] = key
 	}
 	if req.User != "" {
 		in.Labels[labelUser] = req.User

@@ -1,10 +1,15 @@
 package facade_test
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
@@ -98,6 +104,52 @@ func newSQLite(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAI
 	r := serve(t, sqlitetest.Open(t, t.TempDir()), memory.New(), fake, opts...)
 	r.runEngine()
 	return r, fake
+}
+
+// newPostgres starts a replica on a fresh PostgreSQL schema (skipped
+// without PARLEY_TEST_POSTGRES) with an engine whose model is a fresh fake.
+func newPostgres(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAIChat) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	fake := llmtest.NewOpenAIChat(t)
+	st, ps := pgtest.Replica(t, dsn, "parley_test_"+strings.ToLower(rand.Text()[:10]), testLog(t))
+	r := serve(t, st, ps, fake, opts...)
+	r.runEngine()
+	return r, fake
+}
+
+// onBothStores runs test as a subtest on SQLite and on PostgreSQL.
+func onBothStores(t *testing.T, test func(t *testing.T, r *replica, fake *llmtest.OpenAIChat)) {
+	t.Run("sqlite", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		test(t, r, fake)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		r, fake := newPostgres(t)
+		test(t, r, fake)
+	})
+}
+
+// post sends body to path (under /v1) with tok, and returns the status
+// and the decoded answer.
+func (r *replica) post(tok, path, body string) (int, map[string]any) {
+	r.t.Helper()
+	req, err := http.NewRequest("POST", r.url+"/v1"+path, strings.NewReader(body))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		r.t.Fatalf("POST %s: %d, undecodable answer: %v", path, res.StatusCode, err)
+	}
+	return res.StatusCode, out
 }
 
 // runEngine runs an engine over the replica's store and pubsub until the
@@ -214,4 +266,75 @@ func weatherTool() openai.ChatCompletionToolUnionParam {
 		Description: openai.String("the weather in a city"),
 		Parameters:  openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
 	})
+}
+
+// history reads a chat's messages.
+func (r *replica) history(id string) []chat.Message {
+	r.t.Helper()
+	var out []chat.Message
+	err := store.ForEachMessage(context.Background(), r.st, id, 0, func(m chat.Message) error {
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// streamWait bounds how long a test waits for the next line of a stream:
+// a regression fails with a message instead of hanging until go test's
+// -timeout.
+const streamWait = 30 * time.Second
+
+// streamLines yields the lines of body, failing the test if none comes
+// for wait (or the body ends in an error). The body is closed when the
+// test ends, which ends the reading goroutine.
+func streamLines(t *testing.T, body io.ReadCloser, wait time.Duration) func(yield func(string) bool) {
+	t.Helper()
+	type line struct {
+		text string
+		err  error
+		eof  bool
+	}
+	ch := make(chan line)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); body.Close() })
+	go func() {
+		sc := bufio.NewScanner(body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			select {
+			case ch <- line{text: sc.Text()}:
+			case <-done:
+				return
+			}
+		}
+		select {
+		case ch <- line{err: sc.Err(), eof: true}:
+		case <-done:
+		}
+	}()
+	return func(yield func(string) bool) {
+		t.Helper()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			select {
+			case l := <-ch:
+				if l.eof {
+					if l.err != nil {
+						t.Fatalf("stream: %v", l.err)
+					}
+					return
+				}
+				if !yield(l.text) {
+					return
+				}
+				timer.Reset(wait)
+			case <-timer.C:
+				t.Fatalf("no line of the stream for %v", wait)
+			}
+		}
+	}
 }

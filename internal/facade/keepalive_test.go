@@ -1,7 +1,6 @@
 package facade_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 func TestKeepAliveWhileServerToolRuns(t *testing.T) {
 	r, fake := newSQLite(t, func(d *api.Deps) { d.KeepAlive = 10 * time.Millisecond })
 	release := make(chan struct{})
+	released := false
 	err := r.reg.AddTool(tool.Func(tool.Decl{Name: "slow", Description: "waits", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, _ tool.Call) (tool.Result, error) {
 			select {
@@ -28,6 +28,11 @@ func TestKeepAliveWhileServerToolRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if !released {
+			close(release) // the stream failed: let the tool end
+		}
+	})
 	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_slow", Name: "slow", Args: `{}`}}}, llmtest.Turn{Text: "Finished."})
 
 	body := `{"model":"fake","stream":true,"messages":[{"role":"user","content":"go"}]}`
@@ -41,11 +46,8 @@ func TestKeepAliveWhileServerToolRuns(t *testing.T) {
 	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("answer %d %s", res.StatusCode, ct)
 	}
-	sc := bufio.NewScanner(res.Body)
 	var lines []string
-	released := false
-	for sc.Scan() {
-		line := sc.Text()
+	for line := range streamLines(t, res.Body, streamWait) {
 		if line == "" {
 			continue
 		}
@@ -58,7 +60,7 @@ func TestKeepAliveWhileServerToolRuns(t *testing.T) {
 			t.Fatalf("an event line: %s", line)
 		}
 	}
-	if !released || lines[len(lines)-1] != "data: [DONE]" {
+	if !released || len(lines) == 0 || lines[len(lines)-1] != "data: [DONE]" {
 		t.Fatalf("stream: %q", lines)
 	}
 	finishes := 0

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
 // completionRequest is what parley reads of a Chat Completions request;
@@ -65,9 +66,14 @@ type conversation struct {
 	System  string         // system and developer messages, joined
 	History []chat.Message // user, assistant and tool messages, oldest first
 	// Results are the tool results of the trailing tool messages (after the
-	// last assistant message), in request order; nil when the request ends
+	// last assistant message), in call order; nil when the request ends
 	// otherwise. They may continue a chat that waits for exactly them.
 	Results []chat.Part
+	// Calls are the tool calls of the last assistant message and Prior the
+	// messages before it, when Results is not nil: what a chat the request
+	// continues must have shown its client (see waitingFor).
+	Calls []chat.Part
+	Prior []chat.Message
 }
 
 // toolChoiceNone reports tool_choice "none": the model is offered no tool.
@@ -164,6 +170,9 @@ func (r *completionRequest) conversation() (conversation, error) {
 				if c.ID == "" || c.Function.Name == "" || !json.Valid([]byte(args)) {
 					return cv, invalid(cp, "a tool call needs an id, a function name and arguments that are JSON")
 				}
+				if err := checkArgs(args, cp+".function.arguments"); err != nil {
+					return cv, err
+				}
 				p := chat.Part{Type: chat.PartToolCall, ToolCallID: c.ID, ToolName: c.Function.Name, Args: json.RawMessage(args)}
 				msg.Parts = append(msg.Parts, p)
 				calls = append(calls, p)
@@ -189,7 +198,7 @@ func (r *completionRequest) conversation() (conversation, error) {
 		return cv, invalid("messages", "the last message is the assistant's: end with a user message or the results of its tool calls")
 	}
 	if last := cv.History[len(cv.History)-1]; last.Role == chat.RoleTool {
-		cv.Results = last.Parts
+		cv.Results, cv.Calls, cv.Prior = last.Parts, calls, cv.History[:lastAssistant]
 	}
 	return cv, nil
 }
@@ -234,6 +243,31 @@ func addResult(cv *conversation, m inMessage, param string, calls []chat.Part, l
 	}
 	tm.Parts = append(tm.Parts[:at], append([]chat.Part{part}, tm.Parts[at:]...)...)
 	return nil
+}
+
+// checkArgs holds a call's arguments, JSON inside a string of the request,
+// to what the request's own JSON is held to (see readRequest): the body's
+// scan sees them as one string, and would miss their depth and their NULs.
+func checkArgs(args, param string) error {
+	tooDeep, nul := jsonscan.Scan([]byte(args))
+	switch {
+	case tooDeep != nil:
+		return invalid(param, "%s: %s", param, tooDeep.Error())
+	case nul != nil:
+		return invalid(param, "%s", (&jsonscan.NULError{Field: joinField(param, nul.Field), InKey: nul.InKey}).Error())
+	}
+	return nil
+}
+
+// joinField names field inner of the JSON held by field outer.
+func joinField(outer, inner string) string {
+	switch {
+	case inner == "":
+		return outer
+	case strings.HasPrefix(inner, "["):
+		return outer + inner
+	}
+	return outer + "." + inner
 }
 
 // callIndex is the position of a call among calls, -1 if absent.

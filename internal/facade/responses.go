@@ -65,7 +65,7 @@ func (f *Facade) newResponse(ctx context.Context, owner string, req *responsesRe
 	if strings.TrimSpace(req.Instructions) != "" {
 		cv.System = strings.TrimSpace(strings.Join([]string{req.Instructions, cv.System}, "\n\n"))
 	}
-	tg, err := f.newChat(ctx, owner, cr, cv)
+	tg, err := f.newChat(ctx, owner, cr, cv, "")
 	if err != nil {
 		return target{}, inputError(err, idx)
 	}

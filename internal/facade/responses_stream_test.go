@@ -1,7 +1,6 @@
 package facade_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -29,11 +28,9 @@ func postStream(t *testing.T, r *replica, body string, onLine func(string)) []st
 	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("answer %d %s", res.StatusCode, ct)
 	}
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
 	var lines []string
-	for sc.Scan() {
-		if line := sc.Text(); line != "" {
+	for line := range streamLines(t, res.Body, streamWait) {
+		if line != "" {
 			lines = append(lines, line)
 			if onLine != nil {
 				onLine(line)
@@ -78,8 +75,13 @@ func TestResponsesKeepAliveWhileServerToolRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.Push(llmtest.Turn{Text: "Working.", ToolCalls: []llmtest.ToolCall{{ID: "call_slow", Name: "slow", Args: `{}`}}}, llmtest.Turn{Text: "Finished."})
 	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release) // the stream failed: let the tool end
+		}
+	})
+	fake.Push(llmtest.Turn{Text: "Working.", ToolCalls: []llmtest.ToolCall{{ID: "call_slow", Name: "slow", Args: `{}`}}}, llmtest.Turn{Text: "Finished."})
 	lines := postStream(t, r, `{"model":"fake","stream":true,"input":"go"}`, func(l string) {
 		if l == ": keep-alive" && !released {
 			close(release) // a keep-alive came while the tool ran
@@ -87,7 +89,7 @@ func TestResponsesKeepAliveWhileServerToolRuns(t *testing.T) {
 		}
 	})
 	types := eventTypes(t, lines)
-	if !released || types[0] != "response.created" || types[len(types)-1] != "response.completed" {
+	if !released || len(types) == 0 || types[0] != "response.created" || types[len(types)-1] != "response.completed" {
 		t.Fatalf("stream: %q", lines)
 	}
 	// One lifecycle and one message item for both steps.

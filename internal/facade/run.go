@@ -72,9 +72,9 @@ func textOf(m chat.Message) string {
 }
 
 // follow subscribes to the chat's events, runs start (the write that makes
-// the chat pending), and follows the run until the chat waits for the
-// client (requires_action with client calls), is waiting, or failed
-// (error). Subscribing first means no event of the run is missed; the end
+// the chat pending), and follows the run until the answer is ready
+// (answerReady: the chat waits for the client's results or its next
+// message, or failed). Subscribing first means no event of the run is missed; the end
 // is also found by reading the chat every pollInterval, so a lost event only
 // delays it. The run itself belongs to the engine, on whatever replica: if
 // ctx ends first (the client went away), the run goes on, and a later
@@ -98,7 +98,7 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 	if err != nil {
 		return outcome{}, err
 	}
-	if ended(c) {
+	if answerReady(c) {
 		return f.finish(ctx, c, baseline, obs)
 	}
 	version := c.Version
@@ -123,7 +123,7 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 			f.log.Warn("openai facade: chat not read; trying again", "chat", id, "err", err)
 			return false, outcome{}, nil
 		}
-		if !ended(c) {
+		if !answerReady(c) {
 			return false, outcome{}, nil
 		}
 		out, err := f.finish(ctx, c, baseline, obs)
@@ -191,10 +191,12 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 	}
 }
 
-// ended reports whether a run the facade follows is over: the chat waits
-// for the client's results, or for nothing. A chat that waits only for a
-// person's approval goes on once it is given (parley's API).
-func ended(c chat.Chat) bool {
+// answerReady reports whether the request that follows the chat's run can
+// be answered: the run ended (waiting for the next message, or in error),
+// or it stopped for the client's results, which the answer's tool calls
+// ask for. A chat that waits only for a person's approval is not: it goes
+// on once the decision is given (parley's API).
+func answerReady(c chat.Chat) bool {
 	switch c.Status {
 	case chat.Waiting, chat.Error:
 		return true

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
 // requestBody is a /v1 request: it checks itself and names its model.
@@ -19,13 +21,23 @@ func (r *responsesRequest) model() string  { return r.Model }
 
 // readRequest decodes a request body (at most maxBody), checks it, and
 // checks that its model is configured, answering in OpenAI's error shape.
+// The body is held to what parley's API takes (jsonscan): nested at most
+// jsonscan.MaxDepth deep, no string holding U+0000, whichever database
+// stores it.
 func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req requestBody) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		return invalid("", "the request body could not be read: %v", err)
 	}
+	tooDeep, nul := jsonscan.Scan(body)
+	if tooDeep != nil {
+		return invalid(tooDeep.Field, "%s", tooDeep.Error())
+	}
 	if err := json.Unmarshal(body, req); err != nil {
 		return invalid("", "We could not parse the JSON body of your request: %v", err)
+	}
+	if nul != nil {
+		return invalid(nul.Field, "%s", nul.Error())
 	}
 	if err := req.check(); err != nil {
 		return err
@@ -33,6 +45,104 @@ func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req request
 	if _, ok := f.cfg.FindModel(req.model()); !ok {
 		return modelNotFound(req.model())
 	}
+	return nil
+}
+
+// streamView is what one API shows of a streamed run, in its own shapes.
+// The runStream that feeds it has put the run's deltas in order, each once,
+// and kept server-side calls out: a view sees the client's calls only.
+type streamView interface {
+	// opening sends the stream's first events, once the run started.
+	opening() error
+	// text sends text step m wrote.
+	text(m int64, t string) error
+	// startCall sends the start of a client call; moreArgs more of its
+	// arguments.
+	startCall(id, name string) error
+	moreArgs(id, more string) error
+	// durable sends, from a step's durable message (given once), whatever
+	// of it was not streamed.
+	durable(m chat.Message) error
+	// end sends the last events of a run that ended; fail those of a run
+	// that failed, or of a stream that could not go on.
+	end(out outcome) error
+	fail(e *apiError, u chat.Usage)
+}
+
+// runStream follows one run for a streamed answer (it is the run's
+// observer): it applies the steps' deltas in order, each once (deltaOrder),
+// hides the server-side calls, and hands the rest to its view, which
+// writes to out.
+type runStream struct {
+	out *sseOut
+	deltaOrder
+	view   streamView
+	client map[string]bool          // the chat's dynamic tools: the calls the client sees
+	calls  map[int64]map[int]string // message id -> delta index -> client call id ("": a server-side call)
+}
+
+func newRunStream(out *sseOut, client map[string]bool, view streamView) *runStream {
+	return &runStream{out: out, deltaOrder: newDeltaOrder(), view: view, client: client, calls: map[int64]map[int]string{}}
+}
+
+func (s *runStream) begin() error {
+	s.out.start()
+	return s.view.opening()
+}
+
+func (s *runStream) keepAlive() error { return s.out.keepAlive() }
+
+func (s *runStream) parts(b *events.PartBatch) error { return s.feed(b, s.apply) }
+
+// apply hands one delta of message m to the view.
+func (s *runStream) apply(m int64, d events.Delta) error {
+	switch d.Type {
+	case events.DeltaText:
+		return s.view.text(m, d.Text)
+	case events.DeltaToolCallStart:
+		if s.calls[m] == nil {
+			s.calls[m] = map[int]string{}
+		}
+		if !s.client[d.ToolName] {
+			s.calls[m][d.Index] = "" // server-side: never shown
+			return nil
+		}
+		s.calls[m][d.Index] = d.ToolCallID
+		return s.view.startCall(d.ToolCallID, d.ToolName)
+	case events.DeltaToolCallDelta:
+		if id := s.calls[m][d.Index]; id != "" {
+			return s.view.moreArgs(id, d.Text)
+		}
+	}
+	return nil // reasoning is not shown
+}
+
+func (s *runStream) message(m chat.Message) error {
+	if m.Role != chat.RoleAssistant || !s.settle(m.ID) {
+		return nil
+	}
+	return s.view.durable(m)
+}
+
+// stream follows the run of tg and streams it through s. Errors before
+// the run starts are HTTP errors; after, the view's failure events end the
+// stream.
+func (f *Facade) stream(r *http.Request, owner string, tg target, s *runStream) error {
+	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
+	switch {
+	case !s.out.begun:
+		return err // nothing sent yet: an HTTP error
+	case err != nil:
+		if r.Context().Err() == nil {
+			f.log.Warn("openai facade: stream ended early", "chat", tg.chat.ID, "err", err)
+			s.view.fail(toAPIError(err), out.Usage)
+		}
+		return nil
+	case out.Chat.Status == chat.Error:
+		s.view.fail(runFailed(out.Chat), out.Usage)
+		return nil
+	}
+	_ = s.view.end(out)
 	return nil
 }
 
@@ -45,8 +155,8 @@ type sseOut struct {
 	begun bool
 }
 
-func newSSEOut(w http.ResponseWriter) sseOut {
-	return sseOut{w: w, rc: http.NewResponseController(w)}
+func newSSEOut(w http.ResponseWriter) *sseOut {
+	return &sseOut{w: w, rc: http.NewResponseController(w)}
 }
 
 // start sends the stream's header.

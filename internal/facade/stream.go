@@ -6,47 +6,26 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/events"
 )
 
-// streamRun follows a run and streams it as chat.completion.chunk events
-// (data-only server-sent events ending with data: [DONE]). Errors before
-// the run starts are HTTP errors; after, an error event ends the stream.
+// streamRun streams the run of tg as chat.completion.chunk events
+// (data-only server-sent events ending with data: [DONE]).
 func (f *Facade) streamRun(w http.ResponseWriter, r *http.Request, owner string, tg target, resp *responder) error {
-	cs := &chunkStream{sseOut: newSSEOut(w), deltaOrder: newDeltaOrder(), r: resp, text: map[int64]string{},
-		byIndex: map[int64]map[int]*streamedCall{}, calls: map[string]*streamedCall{}}
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, cs)
-	switch {
-	case !cs.begun:
-		return err // nothing sent yet: an HTTP error
-	case err != nil:
-		if r.Context().Err() == nil {
-			f.log.Warn("openai facade: stream ended early", "chat", tg.chat.ID, "err", err)
-			cs.fail(toAPIError(err))
-		}
-		return nil
-	case out.Chat.Status == chat.Error:
-		cs.fail(runFailed(out.Chat))
-		return nil
-	}
-	_ = cs.end(out)
-	return nil
+	out := newSSEOut(w)
+	v := &chunkView{out: out, r: resp, sent: map[int64]string{}, calls: map[string]*streamedCall{}}
+	return f.stream(r, owner, tg, newRunStream(out, resp.client, v))
 }
 
-// chunkStream writes one run as chunks: the steps' deltas in order, each
-// once (deltaOrder), then from each step's durable message whatever was not
-// streamed. Only the client's calls are shown: a server-side call streams
-// nothing.
-type chunkStream struct {
-	sseOut
-	deltaOrder
-	r *responder
-
-	text    map[int64]string // message id -> text sent
+// chunkView shows a streamed run as chunks: the text of its steps, a blank
+// line between them, and the client's calls, each with its index among
+// them.
+type chunkView struct {
+	out     *sseOut
+	r       *responder
+	sent    map[int64]string // message id -> text sent
 	anyText bool
-	byIndex map[int64]map[int]*streamedCall // message id -> delta index -> client call (nil: a server-side one)
-	calls   map[string]*streamedCall        // by tool call id
-	next    int                             // the index of the next client call
+	calls   map[string]*streamedCall // by tool call id
+	next    int                      // the index of the next client call
 }
 
 // streamedCall is a client call being streamed.
@@ -55,43 +34,25 @@ type streamedCall struct {
 	args  string // sent so far
 }
 
-func (s *chunkStream) begin() error {
-	s.start()
+func (s *chunkView) opening() error {
 	return s.delta(map[string]any{"role": "assistant", "content": "", "refusal": nil})
 }
 
-func (s *chunkStream) parts(b *events.PartBatch) error { return s.feed(b, s.apply) }
+func (s *chunkView) text(m int64, t string) error { return s.sendText(m, t) }
 
-// apply sends one delta of message m.
-func (s *chunkStream) apply(m int64, d events.Delta) error {
-	switch d.Type {
-	case events.DeltaText:
-		return s.sendText(m, d.Text)
-	case events.DeltaToolCallStart:
-		if s.byIndex[m] == nil {
-			s.byIndex[m] = map[int]*streamedCall{}
-		}
-		if !s.r.client[d.ToolName] {
-			s.byIndex[m][d.Index] = nil // server-side: never shown
-			return nil
-		}
-		c := &streamedCall{index: s.next}
-		s.next++
-		s.byIndex[m][d.Index], s.calls[d.ToolCallID] = c, c
-		return s.startCall(c, d.ToolCallID, d.ToolName, "")
-	case events.DeltaToolCallDelta:
-		if c := s.byIndex[m][d.Index]; c != nil {
-			return s.moreArgs(c, d.Text)
-		}
-	}
-	return nil // reasoning is not shown
+func (s *chunkView) startCall(id, name string) error {
+	return s.sendCall(id, name, "")
 }
 
-func (s *chunkStream) message(m chat.Message) error {
-	if m.Role != chat.RoleAssistant || !s.settle(m.ID) {
-		return nil
+func (s *chunkView) moreArgs(id, more string) error {
+	if c := s.calls[id]; c != nil {
+		return s.sendArgs(c, more)
 	}
-	if full, sent := textOf(m), s.text[m.ID]; strings.HasPrefix(full, sent) {
+	return nil
+}
+
+func (s *chunkView) durable(m chat.Message) error {
+	if full, sent := textOf(m), s.sent[m.ID]; strings.HasPrefix(full, sent) {
 		if err := s.sendText(m.ID, full[len(sent):]); err != nil {
 			return err
 		}
@@ -103,16 +64,13 @@ func (s *chunkStream) message(m chat.Message) error {
 		args := argsString(p.Args)
 		c := s.calls[p.ToolCallID]
 		if c == nil {
-			c = &streamedCall{index: s.next}
-			s.next++
-			s.calls[p.ToolCallID] = c
-			if err := s.startCall(c, p.ToolCallID, p.ToolName, args); err != nil {
+			if err := s.sendCall(p.ToolCallID, p.ToolName, args); err != nil {
 				return err
 			}
 			continue
 		}
 		if strings.HasPrefix(args, c.args) && len(args) > len(c.args) {
-			if err := s.moreArgs(c, args[len(c.args):]); err != nil {
+			if err := s.sendArgs(c, args[len(c.args):]); err != nil {
 				return err
 			}
 		}
@@ -122,27 +80,31 @@ func (s *chunkStream) message(m chat.Message) error {
 
 // sendText sends text of message m; the first text of a step after text
 // of an earlier one comes after a blank line, as in the non-stream answer.
-func (s *chunkStream) sendText(m int64, t string) error {
+func (s *chunkView) sendText(m int64, t string) error {
 	if t == "" {
 		return nil
 	}
 	out := t
-	if s.text[m] == "" && s.anyText {
+	if s.sent[m] == "" && s.anyText {
 		out = stepSeparator + t
 	}
-	s.text[m] += t
+	s.sent[m] += t
 	s.anyText = true
 	return s.delta(map[string]any{"content": out})
 }
 
-func (s *chunkStream) startCall(c *streamedCall, id, name, args string) error {
+// sendCall sends the first chunk of a client call, numbered next.
+func (s *chunkView) sendCall(id, name, args string) error {
+	c := &streamedCall{index: s.next, args: args}
+	s.next++
+	s.calls[id] = c
 	call := outToolCall{Index: &c.index, ID: id, Type: "function"}
 	call.Function.Name, call.Function.Arguments = name, args
-	c.args = args
 	return s.delta(map[string]any{"tool_calls": []outToolCall{call}})
 }
 
-func (s *chunkStream) moreArgs(c *streamedCall, more string) error {
+// sendArgs sends more of a client call's arguments.
+func (s *chunkView) sendArgs(c *streamedCall, more string) error {
 	call := outToolCall{Index: &c.index}
 	call.Function.Arguments = more
 	c.args += more
@@ -150,13 +112,13 @@ func (s *chunkStream) moreArgs(c *streamedCall, more string) error {
 }
 
 // delta sends a chunk with one choice whose delta is d.
-func (s *chunkStream) delta(d map[string]any) error {
+func (s *chunkView) delta(d map[string]any) error {
 	return s.chunk([]map[string]any{{"index": 0, "delta": d, "logprobs": nil, "finish_reason": nil}}, nil)
 }
 
 // chunk sends one chat.completion.chunk; with include_usage every chunk
 // has a usage, null but in the last.
-func (s *chunkStream) chunk(choices []map[string]any, u *usage) error {
+func (s *chunkView) chunk(choices []map[string]any, u *usage) error {
 	c := map[string]any{"id": s.r.id, "object": "chat.completion.chunk", "created": s.r.created,
 		"model": s.r.model, "system_fingerprint": nil, "choices": choices}
 	if s.r.usage {
@@ -166,12 +128,12 @@ func (s *chunkStream) chunk(choices []map[string]any, u *usage) error {
 	if err != nil {
 		return err
 	}
-	return s.write("data: " + string(b) + "\n\n")
+	return s.out.write("data: " + string(b) + "\n\n")
 }
 
 // end sends the chunk with the finish reason, the usage chunk when asked
 // for, and [DONE].
-func (s *chunkStream) end(out outcome) error {
+func (s *chunkView) end(out outcome) error {
 	fin := []map[string]any{{"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finishReason(out)}}
 	if err := s.chunk(fin, nil); err != nil {
 		return err
@@ -182,11 +144,11 @@ func (s *chunkStream) end(out outcome) error {
 			return err
 		}
 	}
-	return s.write("data: [DONE]\n\n")
+	return s.out.write("data: [DONE]\n\n")
 }
 
 // fail ends the stream with an error event, as OpenAI's streams do.
-func (s *chunkStream) fail(e *apiError) {
+func (s *chunkView) fail(e *apiError, _ chat.Usage) {
 	b, _ := json.Marshal(map[string]*apiError{"error": e})
-	_ = s.write("data: " + string(b) + "\n\n")
+	_ = s.out.write("data: " + string(b) + "\n\n")
 }
