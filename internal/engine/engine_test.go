@@ -450,3 +450,32 @@ func TestUsageOfEveryStepReachesTheChat(t *testing.T) {
 		t.Fatalf("messages' usage sums to %+v, want %+v", sum, want)
 	}
 }
+
+// TestRepeatedCallIDsAreMadeUnique: a model that numbers its calls per
+// answer ("c1" in every step, twice in one answer) gets a history where
+// every call has its own id and its own result; the model reads those ids.
+func TestRepeatedCallIDsAreMadeUnique(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}, {ID: "c1", Name: "add", Args: `{"a":3,"b":4}`}}},
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":5,"b":6}`}}},
+		llmtest.Turn{Text: "3, 7 and 11"},
+	)
+	d, calls := addTool(t, nil)
+	h.start(d)
+	c := h.create("add three times")
+	h.waitStatus(c.ID, chat.Waiting)
+	msgs := h.history(c.ID)
+	want := map[string]string{"c1": "3", "c1_2": "7", "c1_3": "11"}
+	for id, out := range want {
+		if r := resultOf(t, msgs, id); r.IsError || string(r.Output) != out {
+			t.Fatalf("result of %s: %s, want %s", id, r.Output, out)
+		}
+	}
+	if calls.Load() != 3 {
+		t.Fatalf("%d tool calls, want 3", calls.Load())
+	}
+	if body := string(h.waitRequests(3)[2].Body); !strings.Contains(body, `"c1_3"`) || !strings.Contains(body, `"c1_2"`) {
+		t.Fatalf("the model's last request does not carry the new ids: %s", body)
+	}
+}

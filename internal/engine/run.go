@@ -51,6 +51,9 @@ type run struct {
 	// whole history.
 	view   []chat.Message
 	viewed int
+	// callIDs are the ids of the chat's tool calls, once a step needed
+	// them (uniqueCallIDs).
+	callIDs map[string]bool
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,11 +139,40 @@ func (r *run) step(ctx context.Context, model llm.Model, step int) (*outcome, er
 	case callErr != nil:
 		return &outcome{failure: modelError(callErr), open: chat.ReasonUnknownOutcome}, nil
 	}
+	r.uniqueCallIDs(res.Parts)
 	answer := &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
 	// The calls are recorded before they run: if this worker dies
 	// meanwhile, the next one answers them instead of losing them.
 	return &outcome{answer: answer, run: chat.CallsOf(*answer)}, nil
+}
+
+// uniqueCallIDs gives each tool call of an answer's parts an id no other
+// call of the chat has: some models and OpenAI-compatible servers number
+// their calls per answer ("call_1" in every step), or repeat one within
+// an answer, and a result must name exactly one call. A repeated (or
+// empty) id gets a suffix; the model reads the new id in the history.
+func (r *run) uniqueCallIDs(parts []chat.Part) {
+	if r.callIDs == nil {
+		r.callIDs = map[string]bool{}
+		for _, m := range r.history {
+			for _, c := range chat.CallsOf(m) {
+				r.callIDs[c.ToolCallID] = true
+			}
+		}
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.Type != chat.PartToolCall {
+			continue
+		}
+		id := p.ToolCallID
+		for n := 2; id == "" || r.callIDs[id]; n++ {
+			id = fmt.Sprintf("%s_%d", cmp.Or(p.ToolCallID, "call"), n)
+		}
+		p.ToolCallID = id
+		r.callIDs[id] = true
+	}
 }
 
 // runTools runs the calls of o, which record wrote, and returns what came
