@@ -161,7 +161,7 @@ func startEngine(ctx context.Context, cfg *config.Config, models *catalog.Catalo
 	ec.MaxRecoveries = cfg.Engine.MaxRecoveries
 	ec.MaxSteps = cfg.Limits.MaxSteps
 	ec.ToolResultTimeout = time.Duration(cfg.Limits.ToolResultTimeout)
-	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{}, log), log.With("component", "engine"))
+	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{MaxResultBytes: cfg.Tools.MaxResultBytes}, log), log.With("component", "engine"))
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

@@ -52,7 +52,11 @@ type Part struct {
 	Args       json.RawMessage `json:"args,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
-	Decision   *Decision       `json:"decision,omitempty"` // tool-decision; Args then holds edited args, if any
+	// OutputBytes and Truncated are set on a tool result whose output was
+	// cut (CapOutput): the full length of its text, in bytes.
+	OutputBytes int64     `json:"output_bytes,omitempty"`
+	Truncated   bool      `json:"truncated,omitempty"`
+	Decision    *Decision `json:"decision,omitempty"` // tool-decision; Args then holds edited args, if any
 }
 
 // Decision is who decided what of a call that needed approval.
@@ -65,7 +69,8 @@ type Decision struct {
 }
 
 // MarshalJSON writes exactly the fields of the part's type, so a tool result
-// always carries "is_error" and "output", and a text part nothing but its text.
+// always carries "is_error" and "output" ("output_bytes" and "truncated" only
+// when it was cut), and a text part nothing but its text.
 func (p Part) MarshalJSON() ([]byte, error) {
 	switch p.Type {
 	case PartToolCall:
@@ -85,12 +90,14 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			out = json.RawMessage("null")
 		}
 		return json.Marshal(struct {
-			Type       string          `json:"type"`
-			ToolCallID string          `json:"tool_call_id"`
-			ToolName   string          `json:"tool_name"`
-			Output     json.RawMessage `json:"output"`
-			IsError    bool            `json:"is_error"`
-		}{p.Type, p.ToolCallID, p.ToolName, out, p.IsError})
+			Type        string          `json:"type"`
+			ToolCallID  string          `json:"tool_call_id"`
+			ToolName    string          `json:"tool_name"`
+			Output      json.RawMessage `json:"output"`
+			IsError     bool            `json:"is_error"`
+			OutputBytes int64           `json:"output_bytes,omitempty"`
+			Truncated   bool            `json:"truncated,omitempty"`
+		}{p.Type, p.ToolCallID, p.ToolName, out, p.IsError, p.OutputBytes, p.Truncated})
 	case PartToolDecision:
 		d := Decision{}
 		if p.Decision != nil {

@@ -64,7 +64,15 @@ type Tools struct {
 	// match, built-in ones included; the first matching rule wins over the
 	// tool's source's approval.
 	Approval []ApprovalRule `yaml:"approval"`
+	// MaxResultBytes caps the text of one tool result, server-side or
+	// posted by a client; a longer one is cut, with a marker the model
+	// sees (chat.Part.CapOutput). At most MaxResultBytesLimit.
+	MaxResultBytes int `yaml:"max_result_bytes"`
 }
+
+// MaxResultBytesLimit is the largest tools.max_result_bytes: 8 MiB, about
+// 2M tokens, more than any model's context window holds.
+const MaxResultBytesLimit = 8 << 20
 
 // Approval policies, the values of every approval key: whether a
 // server-side tool's calls wait for a person to approve, edit or deny them.
@@ -181,7 +189,7 @@ func Default() Config {
 			MaxLabels:          cl.MaxLabels,
 			MaxMessageBytes:    cl.MaxMessageBytes,
 		},
-		Tools: Tools{LuaRuntime: LuaRuntime{
+		Tools: Tools{MaxResultBytes: chat.DefaultMaxOutputBytes, LuaRuntime: LuaRuntime{
 			CallTimeout:      Duration(30 * time.Second),
 			BatchTimeout:     Duration(60 * time.Second),
 			HTTPTimeout:      Duration(10 * time.Second),
@@ -310,6 +318,9 @@ func (c *Config) check() error {
 	}
 	if err := c.Tools.LuaRuntime.check(); err != nil {
 		return err
+	}
+	if n := c.Tools.MaxResultBytes; n <= 0 || n > MaxResultBytesLimit {
+		return fmt.Errorf("tools.max_result_bytes %d: want a size from 1 to %d (8 MiB)", n, MaxResultBytesLimit)
 	}
 	names := map[string]bool{}
 	for i, s := range c.Tools.Lua {

@@ -48,6 +48,9 @@ func TestDefaults(t *testing.T) {
 	if cfg.SlogLevel() != slog.LevelInfo {
 		t.Errorf("log level = %v", cfg.SlogLevel())
 	}
+	if cfg.Tools.MaxResultBytes != 64<<10 {
+		t.Errorf("tools.max_result_bytes = %d, want 64 KiB", cfg.Tools.MaxResultBytes)
+	}
 }
 
 func TestDatabaseDefaultFollowsDataDir(t *testing.T) {
@@ -168,6 +171,7 @@ tools:
   lua:
     - name: weather
       path: ./tools/weather.lua
+  max_result_bytes: 131072
 limits:
   tool_result_timeout: 90s
   max_steps: 7
@@ -187,7 +191,7 @@ limits:
 	if _, ok := cfg.FindModel("echo"); ok {
 		t.Error("the implicit echo model is added only when no model is configured")
 	}
-	if len(cfg.Tools.Lua) != 1 || cfg.Tools.Lua[0].Path != "./tools/weather.lua" {
+	if len(cfg.Tools.Lua) != 1 || cfg.Tools.Lua[0].Path != "./tools/weather.lua" || cfg.Tools.MaxResultBytes != 131072 {
 		t.Errorf("tools = %+v", cfg.Tools)
 	}
 	l := cfg.Limits
@@ -248,6 +252,9 @@ func TestErrors(t *testing.T) {
 		{"zero limit", "limits:\n  max_steps: 0\n", nil, []string{"limits.max_steps"}},
 		{"negative limit", "limits:\n  max_labels: -1\n", nil, []string{"limits.max_labels"}},
 		{"lua without path", "tools:\n  lua:\n    - name: w\n", nil, []string{"tools.lua[0]"}},
+		{"zero max_result_bytes", "tools:\n  max_result_bytes: 0\n", nil, []string{"line 2", "tools.max_result_bytes", "from 1 to 8388608"}},
+		{"negative max_result_bytes", "tools:\n  max_result_bytes: -1\n", nil, []string{"line 2", "tools.max_result_bytes"}},
+		{"max_result_bytes over 8 MiB", "tools:\n  max_result_bytes: 8388609\n", nil, []string{"line 2", "tools.max_result_bytes", "8388609"}},
 		{"duplicate lua source", "tools:\n  lua:\n    - {name: w, path: a}\n    - {name: w, path: b}\n", nil, []string{"tools.lua[1]", "twice"}},
 		{"bad database", "database: mysql://x\n", nil, []string{"mysql://x", "sqlite://"}},
 		{"sqlite without path", "database: 'sqlite://'\n", nil, []string{"no path"}},

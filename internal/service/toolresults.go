@@ -86,7 +86,10 @@ func (s *Service) SubmitToolResults(ctx context.Context, owner, id string, resul
 			if err := checkOutput(c.DynamicTools, call, r); err != nil {
 				return nil, err
 			}
-			parts[i] = chat.Part{Type: chat.PartToolResult, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Output: r.Output, IsError: r.IsError}
+			// Checked whole, stored capped at tools.max_result_bytes as a
+			// server-side result is.
+			parts[i] = chat.Part{Type: chat.PartToolResult, ToolCallID: call.ToolCallID, ToolName: call.ToolName, Output: r.Output, IsError: r.IsError}.
+				CapOutput(s.cfg.Tools.MaxResultBytes)
 		}
 		return parts, nil
 	})

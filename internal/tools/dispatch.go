@@ -26,6 +26,10 @@ type Options struct {
 	// BatchTimeout bounds one Source.InvokeBatch (default 2m); past it the
 	// batch is a source-level failure.
 	BatchTimeout time.Duration
+	// MaxResultBytes caps the text of one result (default
+	// chat.DefaultMaxOutputBytes); a longer one is cut, with a marker the
+	// model sees (chat.Part.CapOutput).
+	MaxResultBytes int
 }
 
 // Default option values.
@@ -44,6 +48,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchTimeout <= 0 {
 		o.BatchTimeout = DefaultBatchTimeout
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = chat.DefaultMaxOutputBytes
 	}
 	return o
 }
@@ -136,7 +143,8 @@ type batch struct {
 // all of them run at once and Run waits for every one. A chat's dynamic tool
 // takes precedence over a server-side tool of the same name, which a source
 // may have declared after the chat was created. A server-side tool the
-// step's Tools does not select is answered as an unknown tool.
+// step's Tools does not select is answered as an unknown tool. Every result
+// is capped at MaxResultBytes.
 func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	_ = d.reg.Refresh(ctx) // errors are logged; the previous lists stay in use
 	cat := d.reg.snapshot()
@@ -228,7 +236,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	}
 	for _, p := range results {
 		if p != nil {
-			out.Results = append(out.Results, *p)
+			out.Results = append(out.Results, p.CapOutput(d.opts.MaxResultBytes))
 		}
 	}
 	return out

@@ -127,7 +127,10 @@ export class MessageView {
     el.querySelector("progress.tool-progress")?.remove();
     el.querySelector(".tool-progress-message")?.remove();
     const out = h("pre", { class: p.is_error ? "tool-output tool-error" : "tool-output" }, pretty(p.output));
-    replaceIn(el, ".tool-output-box", h("div", { class: "tool-output-box" }, h("div", { class: "muted" }, p.is_error ? "Error" : "Result"), out));
+    // A result over the server's cap was cut; the output ends with the
+    // same marker, this says it before the reader scrolls.
+    const cut = p.truncated && h("p", { class: "tool-truncated" }, `truncated — ${grouped(p.output_bytes)} bytes in full`);
+    replaceIn(el, ".tool-output-box", h("div", { class: "tool-output-box" }, h("div", { class: "muted" }, p.is_error ? "Error" : "Result"), cut, out));
     setCardState(el, p.is_error ? "error" : "done");
     if (this.live && c.started) {
       el.querySelector(".tool-duration").textContent = duration(performance.now() - c.started);
@@ -290,6 +293,11 @@ function replaceIn(el, sel, node) {
   const old = el.querySelector(sel);
   if (old) old.replaceWith(node);
   else el.append(node);
+}
+
+// grouped writes a byte count as the server's marker does: 10,485,760.
+function grouped(n) {
+  return Number(n).toLocaleString("en-US");
 }
 
 function duration(ms) {
