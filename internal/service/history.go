@@ -94,6 +94,11 @@ func (s *Service) checkHistory(history []chat.Message) ([]chat.Message, error) {
 				return nil, &chat.ValidationError{Field: pf, Message: "a tool result needs its call's id and a JSON output"}
 			}
 			size += len(p.Text) + len(p.Args) + len(p.Output)
+			if p.Type == chat.PartToolResult {
+				// Capped as every result is; what was cut is the server's to say.
+				p.Truncated, p.OutputBytes = false, 0
+				p = p.CapOutput(s.cfg.Tools.MaxResultBytes)
+			}
 			parts[j] = p
 		}
 		out[i] = chat.Message{Role: m.Role, Parts: parts}

@@ -76,4 +76,18 @@ func TestCreateWithHistory(t *testing.T) {
 	if _, err := s.StartChat(ctx, "bob", done.Chat.ID); err == nil {
 		t.Fatal("bob started alice's chat")
 	}
+
+	// A result in a given history is capped as every result is, whatever
+	// the client said of it.
+	cfg.Tools.MaxResultBytes = 10
+	long := result
+	long.Parts = []chat.Part{{Type: chat.PartToolResult, ToolCallID: "c1", ToolName: "get_weather",
+		Output: json.RawMessage(`"sunny all day, then rain"`), Truncated: true, OutputBytes: 3}}
+	_, msgs, err = s.CreateWithHistory(ctx, "alice", NewChat{Title: "t"}, []chat.Message{user, call, long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := msgs[2].Parts[0]; !p.Truncated || p.OutputBytes != int64(len("sunny all day, then rain")) {
+		t.Fatalf("stored result %s (truncated %v, %d bytes), want it capped at 10 bytes", p.Output, p.Truncated, p.OutputBytes)
+	}
 }
