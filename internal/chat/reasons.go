@@ -14,6 +14,9 @@ const (
 	// result failed): the model should check before it repeats a call that
 	// is not idempotent.
 	ReasonUnknownOutcome = "outcome unknown: the run stopped before this call's result was recorded; the tool may have run"
+	// ReasonCancelledWhileRunning starts the result of a call stopped after
+	// it started: the model must not take it for a call that never ran.
+	ReasonCancelledWhileRunning = "cancelled while it ran, so it may have taken effect"
 	// ReasonStepFailed answers the calls of a step that never started
 	// because another part of the step failed (a tool source).
 	ReasonStepFailed = "not executed: another part of this step failed, so the run stopped"

@@ -187,7 +187,7 @@ func (r *run) runTools(ctx context.Context, o outcome) outcome {
 	}
 	step := tools.Step{ChatID: r.chat.ID, Calls: o.run, Dynamic: r.chat.DynamicTools, Tools: r.chat.Tools, Approved: o.approved}
 	if !o.approved {
-		step.Approve = r.chat.Approve
+		step.AlsoApprove = r.chat.Approve
 	}
 	var over atomic.Bool // a report after the calls returned (an abandoned tool's) is dropped
 	step.Progress = func(c chat.ToolCall, p tool.Progress) {
@@ -197,7 +197,7 @@ func (r *run) runTools(ctx context.Context, o outcome) outcome {
 	}
 	out := r.e.tools.Run(ctx, step)
 	over.Store(true)
-	next := outcome{awaiting: out.Pending}
+	next := outcome{awaiting: out.Awaiting}
 	if len(out.Results) > 0 {
 		next.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 	}

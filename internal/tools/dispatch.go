@@ -65,9 +65,9 @@ type Step struct {
 	// not select is unknown to the step. Dynamic tools are not selected by
 	// it.
 	Tools chat.ToolGlobs
-	// Approve adds tools whose calls wait for a person's approval in this
-	// chat, on top of those whose policy requires it.
-	Approve chat.ToolGlobs
+	// AlsoApprove adds tools whose calls wait for a person's approval in
+	// this chat, on top of those whose policy requires it.
+	AlsoApprove chat.ToolGlobs
 	// Approved says a person approved every call of the step: none waits.
 	Approved bool
 	// Progress, when not nil, receives the progress reports of the calls
@@ -79,12 +79,12 @@ type Step struct {
 type Outcome struct {
 	// Results answers every call not left to the client, in call order.
 	Results []chat.Part
-	// Pending are the valid calls left for someone, in call order: dynamic
+	// Awaiting are the valid calls left for someone, in call order: dynamic
 	// calls for the client (Kind chat.ActionClient) and server-side calls
 	// that need a person's approval (chat.ActionApproval, with the tool's
 	// source and description). They have not run. Empty when a source
 	// failed: those calls are answered "not executed" in Results instead.
-	Pending []chat.ToolCall
+	Awaiting []chat.ToolCall
 	// Failures are the source-level failures of the step, in the order of
 	// each source's first call. When there is any, the chat ends in the error
 	// status with last_error naming Failures[0].Source.
@@ -157,7 +157,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	var singles []job
 	var batches []*batch
 	bySource := map[*sourceState]*batch{}
-	var pending []int
+	var awaiting []int
 	for i, c := range step.Calls {
 		if chat.JSONDepth(c.Args) > chat.MaxStoredDepth {
 			// Stored, the arguments are {} (chat.MakeStorable): the call
@@ -169,7 +169,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			if msg := d.checkDynamic(dt, c.Args); msg != "" {
 				results[i] = errorPart(c, "%s", msg)
 			} else {
-				pending = append(pending, i)
+				awaiting = append(awaiting, i)
 			}
 			continue
 		}
@@ -183,8 +183,8 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			results[i] = errorPart(c, "tool %q: %s", c.ToolName, msg)
 			continue
 		}
-		if !step.Approved && (e.approval.Required || step.Approve.Match(c.ToolName)) {
-			pending = append(pending, i)
+		if !step.Approved && (e.approval.Required || step.AlsoApprove.Match(c.ToolName)) {
+			awaiting = append(awaiting, i)
 			continue
 		}
 		j := job{index: i, entry: e, call: tool.Call{ID: c.ToolCallID, Name: c.ToolName, Args: args, ChatID: step.ChatID}}
@@ -220,7 +220,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			out.Failures = append(out.Failures, b.err)
 		}
 	}
-	for _, i := range pending {
+	for _, i := range awaiting {
 		c := step.Calls[i]
 		if len(out.Failures) > 0 {
 			results[i] = errorPart(c, "not executed: tool source %q failed", out.Failures[0].Source)
@@ -232,7 +232,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 			e := cat.byName[c.ToolName]
 			c.Kind, c.Source, c.Description = chat.ActionApproval, e.sourceName(), e.decl.Description
 		}
-		out.Pending = append(out.Pending, c)
+		out.Awaiting = append(out.Awaiting, c)
 	}
 	for _, p := range results {
 		if p != nil {
@@ -260,7 +260,7 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 	if err != nil {
 		d.logFailure("tool call failed", err, "tool", j.call.Name, "chat", j.call.ChatID)
 		if ctx.Err() != nil {
-			return errorPartFor(j.call, "%s: %v", cancelledWhileRunning, err)
+			return errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
 		}
 		return errorPartFor(j.call, "tool %q failed: %v", j.call.Name, err)
 	}
@@ -289,7 +289,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 		}
 		for _, j := range b.jobs {
 			if cancelled {
-				results[j.index] = errorPartFor(j.call, "%s: %v", cancelledWhileRunning, err)
+				results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
 			} else {
 				results[j.index] = errorPartFor(j.call, "%v", b.err)
 			}
@@ -300,10 +300,6 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 		results[j.index] = resultPart(j.call, res[i])
 	}
 }
-
-// cancelledWhileRunning starts the result of a call stopped after it
-// started: the model must not take it for a call that never ran.
-const cancelledWhileRunning = "cancelled while it ran, so it may have taken effect"
 
 // checkDynamic validates a dynamic call's arguments against the chat's schema
 // and returns what is wrong, or "".

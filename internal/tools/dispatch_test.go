@@ -103,7 +103,7 @@ func TestRunMixedStep(t *testing.T) {
 		}
 	}
 	var pending []string
-	for _, c := range out.Pending {
+	for _, c := range out.Awaiting {
 		pending = append(pending, c.ToolCallID)
 	}
 	if !slices.Equal(pending, []string{"c3", "c8"}) {
@@ -160,8 +160,8 @@ func TestRunOnlySelectedServerTools(t *testing.T) {
 	if got, want := resultIDs(out.Results), []string{"c1", "c2", "c3", "c4", "c6"}; !slices.Equal(got, want) {
 		t.Fatalf("results %v, want %v", got, want)
 	}
-	if len(out.Pending) != 1 || out.Pending[0].ToolCallID != "c5" {
-		t.Fatalf("pending %+v, want the dynamic call c5", out.Pending)
+	if len(out.Awaiting) != 1 || out.Awaiting[0].ToolCallID != "c5" {
+		t.Fatalf("pending %+v, want the dynamic call c5", out.Awaiting)
 	}
 	if p := resultByID(t, out.Results, "c1"); p.IsError || diceRan.Load() != 1 {
 		t.Fatalf("selected tool dice: %s (ran %d times)", p.Output, diceRan.Load())
@@ -215,8 +215,8 @@ func TestRunInvalidArgsAreNotExecuted(t *testing.T) {
 	if ran.Load() != 0 || len(src.recorded()) != 0 {
 		t.Fatalf("invalid calls were run: tool %d times, source %d batches", ran.Load(), len(src.recorded()))
 	}
-	if len(out.Pending) != 0 {
-		t.Fatalf("invalid dynamic calls are pending: %v", out.Pending)
+	if len(out.Awaiting) != 0 {
+		t.Fatalf("invalid dynamic calls are pending: %v", out.Awaiting)
 	}
 	want := map[string]string{
 		"c1": "got string, want integer",
@@ -293,8 +293,8 @@ func TestRunSourceFailure(t *testing.T) {
 			if len(out.Failures) != 1 || out.Failures[0].Source != "bad" || !strings.Contains(out.Failures[0].Error(), tc.want) {
 				t.Fatalf("failures %v, want one of source bad with %q", out.Failures, tc.want)
 			}
-			if len(out.Pending) != 0 {
-				t.Fatalf("pending %v after a source failure", out.Pending)
+			if len(out.Awaiting) != 0 {
+				t.Fatalf("pending %v after a source failure", out.Awaiting)
 			}
 			if got, want := resultIDs(out.Results), []string{"c1", "c2", "c3", "c4", "c5"}; !slices.Equal(got, want) {
 				t.Fatalf("results %v, want %v", got, want)
@@ -470,14 +470,14 @@ func TestRunCancelled(t *testing.T) {
 	if len(out.Failures) != 0 {
 		t.Fatalf("a cancelled step blamed a source: %v", out.Failures)
 	}
-	if len(out.Pending) != 0 {
-		t.Fatalf("a cancelled step left calls pending: %v", out.Pending)
+	if len(out.Awaiting) != 0 {
+		t.Fatalf("a cancelled step left calls pending: %v", out.Awaiting)
 	}
 	if ids := resultIDs(out.Results); !slices.Equal(ids, []string{"c1", "c2"}) {
 		t.Fatalf("results for %v, want c1 and c2 in call order", ids)
 	}
 	for _, p := range out.Results {
-		if want := cancelledWhileRunning + ": context canceled"; errorText(t, p) != want {
+		if want := chat.ReasonCancelledWhileRunning + ": context canceled"; errorText(t, p) != want {
 			t.Errorf("%s: %q, want %q", p.ToolCallID, errorText(t, p), want)
 		}
 	}
@@ -518,7 +518,7 @@ func TestRunDynamicToolWinsOverLaterServerTool(t *testing.T) {
 	d := NewDispatcher(newRegistry(t, nil, src), Options{}, discard())
 	src.setDecls(tool.Decl{Name: "get_weather"})
 	out := d.Run(context.Background(), Step{Calls: []chat.ToolCall{weatherCall("c1", "Lima")}, Dynamic: []chat.DynamicTool{dynWeather}})
-	if len(out.Pending) != 1 || len(out.Results) != 0 || len(src.recorded()) != 0 {
-		t.Fatalf("pending %v, results %v, batches %v", out.Pending, out.Results, src.recorded())
+	if len(out.Awaiting) != 1 || len(out.Results) != 0 || len(src.recorded()) != 0 {
+		t.Fatalf("pending %v, results %v, batches %v", out.Awaiting, out.Results, src.recorded())
 	}
 }
