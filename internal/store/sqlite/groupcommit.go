@@ -38,7 +38,9 @@ func (s *Store) commitGroup(calls []*txCall) []txResult {
 	results := make([]txResult, len(calls))
 	fail := func(err error) []txResult { return fill(results, err) }
 	// Not the callers' contexts: one caller giving up must not roll back the
-	// others' work. Each fn runs its statements with its own context.
+	// others' work. A caller's statements cannot be cancelled either
+	// (cached.statementContext); a caller whose context ended by the end of
+	// its function is rolled back to its savepoint (txCall.call).
 	sqlTx, err := s.write.BeginTx(context.Background(), nil)
 	if err != nil {
 		return fail(fmt.Errorf("begin transaction: %w", err))

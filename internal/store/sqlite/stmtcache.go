@@ -148,7 +148,8 @@ func (q cached) QueryRowContext(ctx context.Context, query string, args ...any) 
 // statementContext is the context a statement runs with. In a write
 // transaction it cannot be cancelled: the driver watches a cancellable
 // context with a goroutine per statement, a third of a small write's cost,
-// and the group commit rolls back a caller that gave up anyway (callFn).
+// and the group commit rolls back a caller whose context ended by the end
+// of its function anyway (txCall.call).
 // Reads keep theirs, so a long listing stops with its request.
 func (q cached) statementContext(ctx context.Context) context.Context {
 	if q.tx != nil {
