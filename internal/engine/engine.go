@@ -37,6 +37,10 @@ type Config struct {
 	ToolResultTimeout time.Duration // default requires_action deadline
 	Retry             llm.RetryPolicy
 	DeltaFlush        time.Duration // how long deltas are batched before publishing
+	// WriteTimeout bounds each write of a run, every attempt included:
+	// past it, a database that is down or hangs ends the run, and the
+	// chat's lease, left to expire, brings it back once the database does.
+	WriteTimeout time.Duration
 	// MaxRecoveries: a chat whose lease was recovered this many times in a
 	// row ends in error instead of running again: its run keeps killing
 	// the workers that take it.
@@ -54,6 +58,7 @@ func DefaultConfig() Config {
 		ToolResultTimeout: 10 * time.Minute,
 		Retry:             llm.DefaultRetryPolicy(),
 		DeltaFlush:        2 * time.Millisecond,
+		WriteTimeout:      10 * time.Second,
 		MaxRecoveries:     3,
 	}
 }
@@ -87,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeltaFlush <= 0 {
 		c.DeltaFlush = d.DeltaFlush
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = d.WriteTimeout
 	}
 	if c.MaxRecoveries <= 0 {
 		c.MaxRecoveries = d.MaxRecoveries

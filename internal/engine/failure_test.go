@@ -591,3 +591,55 @@ func TestWhatModelsAndToolsProduceIsStored(t *testing.T) {
 		t.Fatalf("the tool ran %d times, want once (not for the over-deep call)", runs.Load())
 	}
 }
+
+// hungStore is a database that stops answering writes once hang is closed:
+// a transaction waits until its context ends.
+type hungStore struct {
+	store.Store
+	hang    chan struct{}
+	waiting atomic.Int64 // transactions waiting
+}
+
+func (s *hungStore) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	select {
+	case <-s.hang:
+		s.waiting.Add(1)
+		defer s.waiting.Add(-1)
+		<-ctx.Done()
+		return fmt.Errorf("hung database: %w", ctx.Err())
+	default:
+		return s.Store.InTx(ctx, fn)
+	}
+}
+
+// TestHungDatabaseBoundsEveryWriteAndShutdown: with the database hanging,
+// the writes that end three runs each give up after the write timeout, at
+// the same time rather than one after another, and shutdown does not wait
+// longer than that; once the database answers again the chats run again
+// (their leases expire) and end as they should.
+func TestHungDatabaseBoundsEveryWriteAndShutdown(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) { c.WriteTimeout, c.LeaseTTL = 500*time.Millisecond, 500*time.Millisecond })
+	gate := make(chan struct{})
+	h.fake.Push(
+		llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"}, llmtest.Turn{Text: "three"},
+		llmtest.Turn{Text: "one again"}, llmtest.Turn{Text: "two again"}, llmtest.Turn{Text: "three again"},
+	)
+	hs := &hungStore{Store: h.st, hang: gate}
+	close(gate) // every write hangs
+	stop := h.startOn(hs, h.ps, h.models(), nil)
+	var chats []chat.Chat
+	for range 3 {
+		chats = append(chats, h.create("hello"))
+	}
+	waitFor(t, "three end writes waiting on the hung database", func() bool { return hs.waiting.Load() == 3 })
+	start := time.Now()
+	stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("shutdown took %v with the database hung; each write is bounded by 500ms", took)
+	}
+	h.waitLog("letting go of the chat until its lease expires")
+	h.start(nil) // the database answers again
+	for _, c := range chats {
+		h.waitStatus(c.ID, chat.Waiting)
+	}
+}

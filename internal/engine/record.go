@@ -97,6 +97,12 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		return err == nil && end == goOn, err
 	}
 	r.log.Error("record the step", "end", end, "err", err)
+	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		// The database is down or hangs past the write's bound: another
+		// write would wait as long. The run lets go; its lease expires and
+		// the chat runs again once the database answers.
+		return false, err
+	}
 	if end != endFailed {
 		keep := outcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
 			Message: "could not record the step: " + err.Error() + "; retry to continue"}, open: chat.ReasonUnknownOutcome}

@@ -23,11 +23,6 @@ var (
 	errLeaseLost   = errors.New("lease lost")
 )
 
-// writeTimeout bounds each fenced write; writes use a context detached from
-// the run's, so an interrupt or shutdown does not stop the write that
-// records it.
-const writeTimeout = 10 * time.Second
-
 // run is one worker's hold on one chat, from acquire to let go. It runs
 // steps (step.go), each of which produces an outcome, and records each
 // outcome in one fenced write (record.go): doing a step is kept apart from
@@ -78,8 +73,14 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 		}
 	}()
 	if err := r.loop(ctx); err != nil {
-		if errors.Is(err, store.ErrLeaseLost) {
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
 			r.log.Warn("lease lost: this worker writes nothing more for the chat")
+			return
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+			// Nothing more can be written now: the lease expires, and the
+			// chat runs again once the database answers.
+			r.log.Error("the database is unavailable; letting go of the chat until its lease expires", "err", err)
 			return
 		}
 		// Only a read can fail here (a record that fails ends the run in
@@ -173,19 +174,20 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 //
 // A write the database could not take for a passing reason
 // (store.ErrUnavailable: a lost connection, a restart) is tried again, on
-// a fresh connection, until writeTimeout. Such a failure may have struck
+// a fresh connection, until Config.WriteTimeout. Such a failure may have struck
 // after the commit went out, leaving its outcome unknown: before trying
 // again, the run asks the database whether the write is there
 // (committed), so a write is neither made twice nor mistaken for a lost
 // lease.
 func (r *run) write(first int64, fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
+	// Not the run's context: an interrupt or a shutdown must not stop the
+	// write that records it.
+	ctx := context.Background()
 	var (
 		notice   *events.Notice // what the last attempt recorded
 		doubtful bool           // the last attempt may have committed
 	)
-	return untilAvailable(ctx, r.log, func(ctx context.Context) error {
+	return untilAvailable(ctx, r.e.cfg.WriteTimeout, r.log, func(ctx context.Context) error {
 		if doubtful {
 			done, err := r.committed(ctx, first)
 			if err != nil {
@@ -228,11 +230,12 @@ func (r *run) committed(ctx context.Context, first int64) (bool, error) {
 
 // untilAvailable runs op, and again after a growing pause while it fails
 // with store.ErrUnavailable (a lost connection, a restart), for up to
-// writeTimeout or until ctx ends. What a run reads or writes goes through
-// it, so a passing database failure delays a run instead of ending it in
-// error, and a lasting one ends it.
-func untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+// timeout (every attempt included) or until ctx ends. What a run reads or
+// writes goes through it, so a passing database failure delays a run
+// instead of ending it in error, and a lasting one, or a database that
+// hangs, ends it within timeout.
+func untilAvailable(ctx context.Context, timeout time.Duration, log *slog.Logger, op func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
