@@ -135,12 +135,12 @@ func (s *deadStore) AcquireChats(ctx context.Context, worker string, ttl time.Du
 		return s.Store.AcquireChats(ctx, worker, ttl, max)
 	}
 }
-func (s *deadStore) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+func (s *deadStore) RecoverExpiredLeases(ctx context.Context, count bool) ([]string, error) {
 	select {
 	case <-s.died:
 		return nil, s.hang()
 	default:
-		return s.Store.RecoverExpiredLeases(ctx)
+		return s.Store.RecoverExpiredLeases(ctx, count)
 	}
 }
 

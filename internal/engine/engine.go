@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -127,6 +128,9 @@ type Engine struct {
 	kick  chan struct{} // wakes the acquire loop; holds at most one kick
 	wg    sync.WaitGroup
 	ids   idBlock
+	// lastOutage is when this engine last found the database out of reach
+	// (UnixNano; 0: never): unavailable, outage.
+	lastOutage atomic.Int64
 }
 
 // New returns an engine; tl may be nil (no server-side tools).
@@ -282,6 +286,7 @@ take:
 	}
 	chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
 	if err != nil && ctx.Err() == nil {
+		e.unavailable(err)
 		e.log.Error("acquire chats", "err", err)
 	}
 	for range free - len(chats) {
@@ -366,8 +371,9 @@ func (e *Engine) subscribeControls(ctx context.Context, chats []chat.Chat) []pub
 // maintain does the periodic work any replica may do for all: recover chats
 // whose worker died, and resume chats whose client missed its deadline.
 func (e *Engine) maintain(ctx context.Context) {
-	ids, err := e.st.RecoverExpiredLeases(ctx)
+	ids, err := e.st.RecoverExpiredLeases(ctx, !e.outage())
 	if err != nil && ctx.Err() == nil {
+		e.unavailable(err)
 		e.log.Error("recover expired leases", "err", err)
 	}
 	var n events.Notice

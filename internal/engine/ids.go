@@ -32,7 +32,7 @@ func (e *Engine) nextMessageID(ctx context.Context, after int64) (int64, error) 
 	}
 	if len(b.ids) == 0 {
 		var ids []int64
-		err := untilAvailable(ctx, e.cfg.WriteTimeout, e.log, func(ctx context.Context) (err error) {
+		err := e.untilAvailable(ctx, e.log, func(ctx context.Context) (err error) {
 			ids, err = e.st.ReserveMessageIDs(ctx, idBlockSize)
 			return err
 		})

@@ -57,6 +57,21 @@ var endNames = [...]string{"go on", "idle", "await", "interrupted", "hand back",
 
 func (e end) String() string { return endNames[e] }
 
+// statuses are the statuses an end may leave the chat in.
+func (e end) statuses() []chat.Status {
+	switch e {
+	case endIdle, endInterrupted:
+		return []chat.Status{chat.Waiting, chat.Pending}
+	case endAwait:
+		return []chat.Status{chat.RequiresAction}
+	case endHandBack:
+		return []chat.Status{chat.Pending}
+	case endFailed:
+		return []chat.Status{chat.Error}
+	}
+	return []chat.Status{chat.Running}
+}
+
 // endOf decides what recording o does, from o and from why the run's
 // context ended, if it did.
 func endOf(ctx context.Context, o outcome) end {
@@ -140,7 +155,7 @@ func (r *run) recordAs(end end, o outcome) error {
 		return nil // nothing to write
 	}
 	var after chat.Chat
-	err := r.write(first, func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+	err := r.write(first, end.statuses(), func(ctx context.Context, tx store.Tx, n *events.Notice) error {
 		var usage chat.Usage
 		for _, m := range msgs {
 			chat.MakeStorable(m)

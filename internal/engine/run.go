@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -136,6 +137,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 				cancel(errLeaseLost)
 				return
 			case err != nil && ctx.Err() == nil:
+				r.e.unavailable(err)
 				r.log.Warn("renew lease", "err", err) // the next beat tries again before the lease expires
 			case interrupt:
 				cancel(errInterrupted)
@@ -170,7 +172,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 // what fn recorded with the commit. store.ErrLeaseLost means the chat is
 // no longer the run's. first is the id (reserved) of the first message fn
 // inserts, or 0 when it inserts none of its own: then it moves the chat
-// out of running.
+// out of running, to one of to.
 //
 // A write the database could not take for a passing reason
 // (store.ErrUnavailable: a lost connection, a restart) is tried again, on
@@ -179,7 +181,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc, ctl pub
 // again, the run asks the database whether the write is there
 // (committed), so a write is neither made twice nor mistaken for a lost
 // lease.
-func (r *run) write(first int64, fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
+func (r *run) write(first int64, to []chat.Status, fn func(ctx context.Context, tx store.Tx, n *events.Notice) error) error {
 	// Not the run's context: an interrupt or a shutdown must not stop the
 	// write that records it.
 	ctx := context.Background()
@@ -187,9 +189,9 @@ func (r *run) write(first int64, fn func(ctx context.Context, tx store.Tx, n *ev
 		notice   *events.Notice // what the last attempt recorded
 		doubtful bool           // the last attempt may have committed
 	)
-	return untilAvailable(ctx, r.e.cfg.WriteTimeout, r.log, func(ctx context.Context) error {
+	return r.e.untilAvailable(ctx, r.log, func(ctx context.Context) error {
 		if doubtful {
-			done, err := r.committed(ctx, first)
+			done, err := r.committed(ctx, first, to)
 			if err != nil {
 				return err
 			}
@@ -213,10 +215,11 @@ func (r *run) write(first int64, fn func(ctx context.Context, tx store.Tx, n *ev
 
 // committed reports whether a write of the run (see write) is in the
 // database: its first message is, or, for a write that inserts none of
-// its own, the chat left running under the run's lease (a recovery, the
-// only other way out of running that keeps the lease's generation, counts
-// itself in LeaseRecoveries; leaving running resets that count).
-func (r *run) committed(ctx context.Context, first int64) (bool, error) {
+// its own, the chat left running under the run's lease for one of to. A
+// recovery, the only other way out of running that keeps the lease's
+// generation, makes the chat pending: for the writes that do so too, the
+// two cannot be told apart, and both leave the chat for the next run.
+func (r *run) committed(ctx context.Context, first int64, to []chat.Status) (bool, error) {
 	if first != 0 {
 		msgs, err := r.e.st.ListMessages(ctx, r.chat.ID, first-1, 1)
 		return err == nil && len(msgs) == 1 && msgs[0].ID == first, err
@@ -225,22 +228,22 @@ func (r *run) committed(ctx context.Context, first int64) (bool, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil // deleted: the write's fence says so
 	}
-	return err == nil && c.Status != chat.Running && c.LeaseGeneration == r.lease.Generation && c.LeaseRecoveries == 0, err
+	return err == nil && slices.Contains(to, c.Status) && c.LeaseGeneration == r.lease.Generation, err
 }
 
 // untilAvailable runs op, and again after a growing pause while it fails
 // with store.ErrUnavailable (a lost connection, a restart), for up to
-// timeout (every attempt included) or until ctx ends. What a run reads or
+// Config.WriteTimeout (every attempt included) or until ctx ends. What a run reads or
 // writes goes through it, so a passing database failure delays a run
 // instead of ending it in error, and a lasting one, or a database that
 // hangs, ends it within timeout.
-func untilAvailable(ctx context.Context, timeout time.Duration, log *slog.Logger, op func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (e *Engine) untilAvailable(ctx context.Context, log *slog.Logger, op func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
 		err := op(ctx)
-		if !errors.Is(err, store.ErrUnavailable) {
+		if !e.unavailable(err) {
 			return err
 		}
 		log.Warn("database unavailable; trying again", "err", err, "pause", pause)
@@ -251,6 +254,25 @@ func untilAvailable(ctx context.Context, timeout time.Duration, log *slog.Logger
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// unavailable reports whether err says the database was out of reach, and
+// notes when it was (outage).
+func (e *Engine) unavailable(err error) bool {
+	if !errors.Is(err, store.ErrUnavailable) {
+		return false
+	}
+	e.lastOutage.Store(time.Now().UnixNano())
+	return true
+}
+
+// outage reports whether this engine found the database out of reach
+// recently enough that a lease expiring now may be the outage's doing (no
+// worker could renew) rather than a worker's death: such a recovery is not
+// counted against the chat (Config.MaxRecoveries).
+func (e *Engine) outage() bool {
+	last := e.lastOutage.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < 2*e.cfg.LeaseTTL
 }
 
 // announce publishes a notice built by fn.

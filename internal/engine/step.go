@@ -226,7 +226,7 @@ func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
 		return first, nil
 	}
 	var msgs []chat.Message
-	err := untilAvailable(ctx, r.e.cfg.WriteTimeout, r.log, func(ctx context.Context) (err error) {
+	err := r.e.untilAvailable(ctx, r.log, func(ctx context.Context) (err error) {
 		msgs, err = readOn(ctx, r.e.st, r.chat.ID, first)
 		return err
 	})

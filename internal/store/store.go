@@ -83,9 +83,11 @@ type Store interface {
 	// RecoverExpiredLeases moves every running chat whose lease expired back
 	// to pending (clearing its worker and expiry; the generation stays, so the
 	// old lease's Fence fails), counts the recovery in the chat's
-	// LeaseRecoveries, and returns their ids. Replicas may run it at the
-	// same time: each chat is recovered by one of them.
-	RecoverExpiredLeases(ctx context.Context) ([]string, error)
+	// LeaseRecoveries when count is true (not for leases that expired
+	// because the database itself was out of reach), and returns their ids.
+	// Replicas may run it at the same time: each chat is recovered by one
+	// of them.
+	RecoverExpiredLeases(ctx context.Context, count bool) ([]string, error)
 	// ReserveMessageIDs takes n message ids (1 <= n <= 1000) without
 	// inserting messages, in increasing order, so a worker can name a
 	// message before it exists (a step's streamed parts name the message they

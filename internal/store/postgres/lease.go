@@ -85,13 +85,14 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 // is still expired is recovered on the next pass, and one that another
 // replica recovered meanwhile no longer matches, so each chat is recovered
 // once.
-func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+func (s *Store) RecoverExpiredLeases(ctx context.Context, count bool) ([]string, error) {
 	rows, err := s.q.Query(ctx, `UPDATE chats
-		SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + 1,
+		SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL,
+			lease_recoveries = lease_recoveries + CASE WHEN $1::boolean THEN 1 ELSE 0 END,
 			version = version + 1, updated_at = now()
 		WHERE id IN (SELECT id FROM chats WHERE status = `+recoverFrom+` AND lease_expires_at < now()
 			FOR UPDATE SKIP LOCKED)
-		RETURNING id`)
+		RETURNING id`, count)
 	if err != nil {
 		return nil, fmt.Errorf("recover expired leases: %w", err)
 	}

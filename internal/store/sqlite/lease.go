@@ -83,15 +83,15 @@ func (s *Store) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration
 
 // RecoverExpiredLeases hands every running chat whose lease expired back to
 // pending, in one statement.
-func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
+func (s *Store) RecoverExpiredLeases(ctx context.Context, count bool) ([]string, error) {
 	var ids []string
 	err := s.writeOne(ctx, func(q querier) error {
 		now := dbutil.Micros(dbutil.Now())
 		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + 1,
+			SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL, lease_recoveries = lease_recoveries + ?,
 				version = version + 1, updated_at = ?
 			WHERE status = `+recoverFrom+` AND lease_expires_at < ?
-			RETURNING id`, now, now)
+			RETURNING id`, recovered(count), now, now)
 		if err != nil {
 			return err
 		}
@@ -102,6 +102,14 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("recover expired leases: %w", err)
 	}
 	return ids, nil
+}
+
+// recovered is what a recovery adds to a chat's lease_recoveries.
+func recovered(count bool) int {
+	if count {
+		return 1
+	}
+	return 0
 }
 
 // writeOne runs fn's statements in a transaction of the commit group, so

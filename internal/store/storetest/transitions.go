@@ -270,7 +270,7 @@ func testVersionGrows(t *testing.T, open opener) {
 		if time.Now().After(deadline) {
 			t.Fatal("lease not recovered after 10s")
 		}
-		if _, err := s.RecoverExpiredLeases(t.Context()); err != nil {
+		if _, err := s.RecoverExpiredLeases(t.Context(), true); err != nil {
 			t.Fatalf("recover: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
