@@ -40,6 +40,8 @@ type testServer struct {
 	slowCancelled chan struct{} // slow: a call's context was done
 
 	progressAck chan struct{} // progress: closed by the test when it saw the report
+
+	releaseGates func() // ends the gate calls of addUndecodable
 }
 
 type barrierIn struct {
@@ -176,6 +178,7 @@ func newTestServerWith(orderN int, opts *mcp.ServerOptions) *testServer {
 				StructuredContent: map[string]any{"n": 1},
 			}, nil
 		})
+	ts.releaseGates = addUndecodable(ts.Server)
 	return ts
 }
 

@@ -47,9 +47,10 @@ func serveHTTP(t *testing.T, version string) (*testServer, *httpServer) {
 		hs.mu.Lock()
 		hs.headers = append(hs.headers, r.Header.Clone())
 		hs.mu.Unlock()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(tamperResponseWriter{w}, r)
 	}))
 	t.Cleanup(hs.Close)
+	t.Cleanup(ts.releaseGates) // before hs.Close, which waits for the handlers
 	return ts, hs
 }
 

@@ -110,7 +110,8 @@ launch:
 
 // call makes one tools/call. It returns an error when the call has no
 // result of its own: the batch was cancelled (its cause), or the session
-// failed (call then gives the session up).
+// failed (call then gives the session up). A response the server sent but
+// the SDK could not decode is the call's error result.
 func (s *Source) call(batch context.Context, sess *session, e *toolEntry, c tool.Call) (tool.Result, error) {
 	ctx, cancel := context.WithTimeout(batch, s.cfg.CallTimeout)
 	defer cancel()
@@ -140,6 +141,10 @@ func (s *Source) call(batch context.Context, sess *session, e *toolEntry, c tool
 	}
 	s.opts.Metrics.callDone(s.cfg.Name, took, true)
 	if rpc := serverError(err); rpc != nil {
+		if isUndecodable(rpc) { // the server's fault, but the session is sound
+			s.log.Warn("mcp server: a tool's result could not be decoded", "tool", c.Name, "err", rpc.Message)
+			return tool.Errorf("tool %q failed: the server's result could not be decoded: %s", c.Name, rpc.Message), nil
+		}
 		return tool.Errorf("tool %q failed: %s (code %d)", c.Name, rpc.Message, rpc.Code), nil
 	}
 	s.lose(sess, err)

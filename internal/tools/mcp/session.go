@@ -124,7 +124,8 @@ func serverName(res *mcp.InitializeResult) string {
 func (s *Source) connect() (*session, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
 	defer cancel()
-	t, stderr, err := s.transport()
+	resps := newResponses()
+	t, stderr, err := s.transport(resps)
 	if err != nil {
 		return nil, err
 	}

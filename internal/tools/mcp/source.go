@@ -39,8 +39,12 @@
 //
 // A result the server marks isError is an error result of the same shape. A
 // JSON-RPC error answering the call (an unknown tool, invalid parameters) is
-// the error result "tool "<name>" failed: <message> (code <code>)", and a
-// call past its timeout the error result "timed out after <timeout>". A call
+// the error result "tool "<name>" failed: <message> (code <code>)"; a
+// response the SDK cannot decode (a text that is not a string, a content
+// type MCP does not have, JSON nested deeper than the SDK's 1000 levels) the
+// error result "tool "<name>" failed: the server's result could not be
+// decoded: <why>", the session kept; and a call past its timeout the error
+// result "timed out after <timeout>". A call
 // whose tool.Call.Progress is set is sent with a progress token, and the
 // server's notifications/progress for it go to Call.Progress; a report that
 // arrives after the call's result is dropped.

@@ -62,7 +62,8 @@ func runChild(mode string) {
 		os.Exit(3)
 		return nil, nil, nil
 	})
-	err := srv.Run(context.Background(), &mcp.StdioTransport{})
+	addUndecodable(srv)
+	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: tamperWriter{os.Stdout}})
 	if mode == "ignore-stdin" {
 		for {
 			time.Sleep(time.Hour) // until SIGTERM

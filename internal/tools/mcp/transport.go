@@ -2,29 +2,37 @@ package mcp
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // transport returns a fresh transport for one connection attempt, and the
-// stdio server's stderr log (nil over HTTP).
-func (s *Source) transport() (mcp.Transport, *stderrLog, error) {
+// stdio server's stderr log (nil over HTTP). What the server sends passes
+// through resps's filter.
+func (s *Source) transport(resps *responses) (mcp.Transport, *stderrLog, error) {
 	if s.opts.transport != nil {
 		t, err := s.opts.transport()
 		return t, nil, err
 	}
 	if s.cfg.URL != "" {
+		ht := newHeaderTransport(s.cfg.Headers, s.cfg.BearerToken)
 		return &mcp.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: newHeaderTransport(s.cfg.Headers, s.cfg.BearerToken)},
+			HTTPClient: &http.Client{Transport: &filterTransport{base: ht, resps: resps}},
 		}, nil, nil
 	}
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
@@ -38,7 +46,120 @@ func (s *Source) transport() (mcp.Transport, *stderrLog, error) {
 	// Once the child has exited, stop waiting for its stderr after a while:
 	// a grandchild may hold it open.
 	cmd.WaitDelay = time.Second
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: s.opts.terminate}, stderr, nil
+	return &commandTransport{cmd: cmd, terminate: s.opts.terminate, resps: resps}, stderr, nil
+}
+
+// commandTransport runs a stdio server as mcp.CommandTransport does, with
+// its stdout read through resps's filter.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	resps     *responses
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return (&mcp.IOTransport{
+		// The connection closes by closing stdin, not stdout.
+		Reader: io.NopCloser(t.resps.filter(stdout, "", '\n')),
+		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate, resps: t.resps},
+	}).Connect(ctx)
+}
+
+// childStdin is a stdio server's stdin. The SDK writes one message a
+// Write; resps notes each. Closing it stops the server: it closes stdin and
+// waits terminate for the server to exit, then sends SIGTERM and waits as
+// long again, then kills it.
+type childStdin struct {
+	io.WriteCloser
+	cmd       *exec.Cmd
+	terminate time.Duration
+	resps     *responses
+}
+
+func (c *childStdin) Write(p []byte) (int, error) {
+	c.resps.sent(p)
+	return c.WriteCloser.Write(p)
+}
+
+func (c *childStdin) Close() error {
+	if err := c.WriteCloser.Close(); err != nil {
+		return fmt.Errorf("close stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		timer := time.NewTimer(c.terminate)
+		defer timer.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-timer.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server did not exit after SIGKILL")
+}
+
+// filterTransport shows resps the messages the client posts, and passes a
+// successful response's body, a JSON message or an event stream, through
+// resps's filter.
+type filterTransport struct {
+	base  http.RoundTripper
+	resps *responses
+}
+
+func (t *filterTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.GetBody != nil { // the SDK posts its messages from memory
+		if body, err := req.GetBody(); err == nil {
+			data, err := io.ReadAll(body)
+			if err == nil {
+				t.resps.sent(data)
+			}
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, err
+	}
+	var body io.Reader
+	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
+	case "application/json":
+		body = t.resps.filter(resp.Body, "", 0)
+	case "text/event-stream":
+		body = t.resps.filter(resp.Body, "data:", '\n')
+	default:
+		return resp, nil
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, resp.Body}
+	return resp, nil
 }
 
 // headerTransport adds the configured headers to every request.
