@@ -76,6 +76,14 @@ launch:
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			// A panic (the SDK's, or in reading its result) is this
+			// call's error: the dispatcher's recover does not reach this
+			// goroutine, and the process would die with it.
+			defer func() {
+				if p := recover(); p != nil {
+					results[i] = tool.Errorf("MCP server %q: tool %q: internal error: %v", s.cfg.Name, c.Name, p)
+				}
+			}()
 			r, err := s.call(batch, sess, e, c)
 			if err != nil {
 				failed.Store(true)
