@@ -149,6 +149,9 @@ const (
 	// approval; it stands in a tool message before the call's result. The
 	// model does not see it: it sees the result.
 	PartToolDecision = "tool-decision"
+	// PartToolStarted marks an approved call as started, after its
+	// decision and before its result; the model does not see it either.
+	PartToolStarted = "tool-started"
 )
 
 // Part is one piece of a message: text, reasoning, a tool call, a tool
