@@ -1,10 +1,11 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
 // MaxStoredDepth bounds how deeply the JSON that a model or a tool produces
@@ -24,15 +25,15 @@ func MakeStorable(m *Message) {
 	for i := range m.Parts {
 		p := &m.Parts[i]
 		p.Text, p.ToolCallID, p.ToolName = withoutNUL(p.Text), withoutNUL(p.ToolCallID), withoutNUL(p.ToolName)
-		if JSONDepth(p.Args) > MaxStoredDepth {
+		if jsonscan.Depth(p.Args) > MaxStoredDepth {
 			p.Args = json.RawMessage(`{}`)
 		}
-		p.Args = jsonNoNUL(p.Args)
-		if JSONDepth(p.Output) > MaxStoredDepth {
+		p.Args = jsonscan.ReplaceNUL(p.Args)
+		if jsonscan.Depth(p.Output) > MaxStoredDepth {
 			p.Output, _ = json.Marshal(fmt.Sprintf("the output was nested deeper than %d levels and was not kept", MaxStoredDepth))
 			p.IsError = true
 		}
-		p.Output = jsonNoNUL(p.Output)
+		p.Output = jsonscan.ReplaceNUL(p.Output)
 	}
 }
 
@@ -47,55 +48,4 @@ func StorableError(e *ChatError) *ChatError {
 	return &c
 }
 
-// JSONDepth returns how deeply the JSON text raw nests its arrays and
-// objects (0 for a scalar), without decoding it: brackets inside strings do
-// not count.
-func JSONDepth(raw []byte) int {
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case inString && c == '\\':
-			i++ // the escaped byte cannot end the string
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
-}
-
 func withoutNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
-
-// jsonNoNUL replaces U+0000 in the strings (and keys) of the JSON text
-// raw; raw is returned as it is when it holds none.
-func jsonNoNUL(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`\u0000`)) {
-		return raw
-	}
-	var out bytes.Buffer
-	out.Grow(len(raw))
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case inString && c == '\\' && bytes.HasPrefix(raw[i:], []byte(`\u0000`)):
-			out.WriteString(`\ufffd`)
-			i += len(`\u0000`) - 1
-			continue
-		case inString && c == '\\' && i+1 < len(raw):
-			out.WriteByte(c)
-			out.WriteByte(raw[i+1])
-			i++
-			continue
-		case c == '"':
-			inString = !inString
-		}
-		out.WriteByte(c)
-	}
-	return out.Bytes()
-}

@@ -209,3 +209,60 @@ func (p *jsonPath) name(n int) string {
 	}
 	return b.String()
 }
+
+// Depth returns how deeply doc nests its arrays and objects (0 for a
+// scalar), without decoding it: brackets inside strings do not count.
+func Depth(doc []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(doc); i++ {
+		switch doc[i] {
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		case '"':
+			end, _ := scanString(doc, i)
+			if end < 0 {
+				return deepest
+			}
+			i = end
+		}
+	}
+	return deepest
+}
+
+// ReplaceNUL returns doc with every U+0000 in its strings and keys written
+// as U+FFFD instead, and doc itself when it holds none: for JSON that must
+// be stored, not refused (what a model or a tool produced).
+func ReplaceNUL(doc []byte) []byte {
+	if !bytes.Contains(doc, []byte(`\u0000`)) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc))
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '"' {
+			out = append(out, doc[i])
+			continue
+		}
+		end, _ := scanString(doc, i)
+		if end < 0 {
+			return append(out, doc[i:]...)
+		}
+		for j := i; j <= end; j++ {
+			if doc[j] == '\\' && bytes.HasPrefix(doc[j:], []byte(`\u0000`)) {
+				out = append(out, `\ufffd`...)
+				j += len(`\u0000`) - 1
+				continue
+			}
+			if doc[j] == '\\' {
+				out = append(out, doc[j], doc[j+1])
+				j++
+				continue
+			}
+			out = append(out, doc[j])
+		}
+		i = end
+	}
+	return out
+}

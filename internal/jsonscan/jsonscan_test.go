@@ -32,3 +32,23 @@ func TestScan(t *testing.T) {
 		})
 	}
 }
+
+func TestDepthAndReplaceNUL(t *testing.T) {
+	for doc, want := range map[string]int{
+		`1`: 0, `"[[["`: 0, `[]`: 1, `{"a":[{"b":"]]]"}]}`: 3, `["\"[", [[]]]`: 3,
+	} {
+		if got := Depth([]byte(doc)); got != want {
+			t.Errorf("Depth(%s) = %d, want %d", doc, got, want)
+		}
+	}
+	for doc, want := range map[string]string{
+		`{"a":"x"}`:               `{"a":"x"}`,
+		`{"a\u0000":"x\u0000y"}`:  `{"a\ufffd":"x\ufffdy"}`,
+		`["\\u0000", "\\\u0000"]`: `["\\u0000", "\\\ufffd"]`,
+		`"\u00001"`:               `"\ufffd1"`,
+	} {
+		if got := string(ReplaceNUL([]byte(doc))); got != want {
+			t.Errorf("ReplaceNUL(%s) = %s, want %s", doc, got, want)
+		}
+	}
+}

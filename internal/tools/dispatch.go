@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/jsonscan"
 	"github.com/parleyhq/parley/tool"
 )
 
@@ -159,7 +160,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	bySource := map[*sourceState]*batch{}
 	var awaiting []int
 	for i, c := range step.Calls {
-		if chat.JSONDepth(c.Args) > chat.MaxStoredDepth {
+		if jsonscan.Depth(c.Args) > chat.MaxStoredDepth {
 			// Stored, the arguments are {} (chat.MakeStorable): the call
 			// must not run, not even with those.
 			results[i] = errorPart(c, "invalid arguments: nested deeper than %d levels", chat.MaxStoredDepth)
