@@ -479,3 +479,30 @@ func TestRepeatedCallIDsAreMadeUnique(t *testing.T) {
 		t.Fatalf("the model's last request does not carry the new ids: %s", body)
 	}
 }
+
+// TestRequiresActionStatusCarriesTheAction: the status event that tells a
+// chat's stream it waits carries what it waits for (the web UI builds its
+// forms from it), with the deadline.
+func TestRequiresActionStatusCarriesTheAction(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{"q":"?"}`}}})
+	c := h.create("ask me", chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	evs := h.subscribe(c.ID) // before the engine starts: no event is missed
+	h.start(nil)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Kind != events.KindStatus || ev.Chat == nil || ev.Chat.Status != chat.RequiresAction {
+				continue
+			}
+			ra := ev.Chat.RequiredAction
+			if ra == nil || len(ra.ToolCalls) != 1 || ra.ToolCalls[0].ToolCallID != "c1" || ra.Deadline.IsZero() {
+				t.Fatalf("the requires_action status event carries %+v, want the call c1 and a deadline", ra)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no requires_action status event")
+		}
+	}
+}

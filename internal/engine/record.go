@@ -212,14 +212,16 @@ func (r *run) recordAs(end end, o outcome) error {
 			}
 			c.InterruptRequested = false
 		}
+		if end == endAwait {
+			// The store reckoned the deadline on the database's clock,
+			// which every replica shares. The status change carries it.
+			c.RequiredAction = &chat.RequiredAction{ToolCalls: o.awaiting, Deadline: *c.ActionDeadline}
+		}
 		if t.To != chat.Running {
 			n.StatusChanged(chat.Running, c)
 		}
 		switch end {
 		case endAwait:
-			// The store reckoned the deadline on the database's clock,
-			// which every replica shares.
-			c.RequiredAction = &chat.RequiredAction{ToolCalls: o.awaiting, Deadline: *c.ActionDeadline}
 			n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindActionRequired, Chat: c, ToolCalls: o.awaiting})
 			n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindActionRequired, ToolCalls: o.awaiting, Deadline: c.ActionDeadline})
 		case endFailed:
