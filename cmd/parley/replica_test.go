@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +28,10 @@ const recoveryLimit = 20 * time.Second
 
 // TestReplicaKilledMidStep runs two replicas on PostgreSQL, SIGKILLs the
 // one whose worker is streaming a chat's answer, and checks that the other
-// recovers the lease and finishes the chat: one user message and one
-// answer, none of the killed worker's output, and the chat waiting.
+// recovers the chat as soon as the killed worker's database session ends,
+// long before its lease (30 s) would expire, and finishes it: one user
+// message and one answer, none of the killed worker's output, and the chat
+// waiting.
 func TestReplicaKilledMidStep(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
@@ -41,8 +44,9 @@ func TestReplicaKilledMidStep(t *testing.T) {
 		llmtest.Turn{Text: "a partial answer the killed worker never finishes", ChunkSize: 4, HoldAfter: 4},
 		llmtest.Turn{Text: answer},
 	)
+	const leaseTTL = 30 * time.Second
 	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, "2s"))
+	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, leaseTTL.String()))
 	id := createChatWith(t, a, "tell me")
 	held, other := holder(t, dsn, id, a, b)
 
@@ -56,8 +60,8 @@ func TestReplicaKilledMidStep(t *testing.T) {
 	killed := time.Now()
 	held.wait()
 
-	msgs, _ := followUntilWaiting(t, evs, recoveryLimit)
-	t.Logf("the chat was finished by the other replica %v after the SIGKILL (lease_ttl 2s, heartbeat and poll 500ms)", time.Since(killed).Round(time.Millisecond))
+	msgs, _ := followUntilWaiting(t, evs, leaseTTL/2)
+	t.Logf("the chat was finished by the other replica %v after the SIGKILL (lease_ttl %v)", time.Since(killed).Round(time.Millisecond), leaseTTL)
 	for _, m := range msgs {
 		if m.ID == killedMsg {
 			t.Errorf("the killed worker's message %d became durable: %+v", killedMsg, m)
@@ -70,8 +74,8 @@ func TestReplicaKilledMidStep(t *testing.T) {
 	if n := len(fake.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2", n)
 	}
-	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker stopped renewing its lease") {
-		t.Errorf("the other replica did not log the recovery\nstderr:\n%s", other.stderr)
+	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker's database session ended") {
+		t.Errorf("the other replica did not log the recovery by the dead worker's session\nstderr:\n%s", other.stderr)
 	}
 	if code := other.stop(); code != 0 {
 		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.stderr)
@@ -384,4 +388,96 @@ func msgText(m chat.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReplicaHungIsRecoveredByItsLease: a replica that hangs (SIGSTOP)
+// keeps its database session, so its worker still looks alive; the lease
+// it no longer renews is what brings its chat to the other replica. Woken
+// again, the hung worker writes nothing: its lease is gone.
+func TestReplicaHungIsRecoveredByItsLease(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	pgtest.Store(t, dsn)
+	fake := llmtest.NewOpenAIChat(t)
+	const answer = "the answer of the replica that did not hang"
+	fake.Push(
+		llmtest.Turn{Text: "a partial answer of the hung worker", ChunkSize: 4, HoldAfter: 4},
+		llmtest.Turn{Text: answer},
+	)
+	dir := t.TempDir()
+	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, "2s"))
+	id := createChatWith(t, a, "tell me")
+	held, other := holder(t, dsn, id, a, b)
+	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
+	firstPart(t, evs)
+	if err := held.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v", err)
+	}
+	msgs, _ := followUntilWaiting(t, evs, recoveryLimit)
+	if err := held.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT: %v", err)
+	}
+	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
+		t.Errorf("messages on the stream after the hang: %+v", msgs)
+	}
+	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker stopped renewing its lease") {
+		t.Errorf("the hung replica's chat was not recovered by its lease\nstderr:\n%s", other.stderr)
+	}
+	if strings.Contains(other.stderr.String(), "database session ended") {
+		t.Errorf("the hung replica, whose session lives, was taken for dead\nstderr:\n%s", other.stderr)
+	}
+	if code := held.stop(); code != 0 {
+		t.Errorf("the woken replica exited %d\nstderr:\n%s", code, held.stderr)
+	}
+	checkFinished(t, other, a.token, id, "tell me", answer)
+}
+
+// TestReplicaWhoseSessionIsCutStopsItsChat: the database session that
+// tells a replica's worker is alive is terminated while the worker streams
+// an answer, and the process lives on: the worker stops the chat (another
+// replica may take it now), the chat is finished once, by one replica, and
+// the worker holds its liveness again on a new session.
+func TestReplicaWhoseSessionIsCutStopsItsChat(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	pgtest.Store(t, dsn)
+	fake := llmtest.NewOpenAIChat(t)
+	const answer = "the answer after the session was cut"
+	fake.Push(
+		llmtest.Turn{Text: "a partial answer of the cut worker", ChunkSize: 4, HoldAfter: 4},
+		llmtest.Turn{Text: answer},
+	)
+	const leaseTTL = 30 * time.Second
+	dir := t.TempDir()
+	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, leaseTTL.String()))
+	id := createChatWith(t, a, "tell me")
+	held, other := holder(t, dsn, id, a, b)
+	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
+	firstPart(t, evs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var cut int
+	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)`, held.worker).Scan(&cut)
+	if err != nil || cut != 1 {
+		t.Fatalf("terminate the holder's liveness session: %d sessions, %v", cut, err)
+	}
+	msgs, _ := followUntilWaiting(t, evs, leaseTTL/2)
+	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
+		t.Errorf("messages on the stream after the cut: %+v", msgs)
+	}
+	if !strings.Contains(held.stderr.String(), "the worker's database session was lost") {
+		t.Errorf("the cut replica did not stop its chat\nstderr:\n%s", held.stderr)
+	}
+	checkFinished(t, other, a.token, id, "tell me", answer)
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2 (the cut one and the one that finished)", n)
+	}
 }

@@ -131,6 +131,15 @@ type Engine struct {
 	// lastOutage is when this engine last found the database out of reach
 	// (UnixNano; 0: never): unavailable, outage.
 	lastOutage atomic.Int64
+
+	// session is the context runs start under while this worker is known
+	// to live (its liveness held, or a store without liveness): nil while
+	// it is not, when nothing is acquired. Losing liveness cancels it, and
+	// the runs under it stop, writing nothing more (setAlive).
+	mu      sync.Mutex
+	session context.Context
+	endSess context.CancelCauseFunc
+	worker  string // the worker id of the session's leases
 }
 
 // New returns an engine; tl may be nil (no server-side tools).
@@ -170,6 +179,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	poll := time.NewTicker(e.cfg.PollInterval)
 	defer poll.Stop()
 
+	if lv, ok := e.st.(liveness); ok {
+		// Held until the runs are all let go, after the loop below.
+		held, release := context.WithCancel(context.WithoutCancel(ctx))
+		defer release()
+		go e.holdLiveness(held, runs, lv)
+		go e.recoverDeadWorkers(ctx, lv)
+	} else {
+		e.setAlive(runs, e.cfg.WorkerID)
+	}
 	e.maintain(ctx)
 	acquired := make(chan struct{})
 	go func() { defer close(acquired); e.acquireLoop(ctx, runs) }()
@@ -284,7 +302,16 @@ take:
 	if free == 0 {
 		return false, false // every slot busy; a finishing run kicks the loop
 	}
-	chats, leases, err := e.st.AcquireChats(ctx, e.cfg.WorkerID, e.cfg.LeaseTTL, free)
+	session, worker := e.current()
+	if session != nil {
+		runs = session
+	} else {
+		for range free {
+			<-e.slots
+		}
+		return false, false // not known to live: setAlive kicks the loop once it is
+	}
+	chats, leases, err := e.st.AcquireChats(ctx, worker, e.cfg.LeaseTTL, free)
 	if err != nil && ctx.Err() == nil {
 		e.unavailable(err)
 		e.log.Error("acquire chats", "err", err)
@@ -376,16 +403,23 @@ func (e *Engine) maintain(ctx context.Context) {
 		e.unavailable(err)
 		e.log.Error("recover expired leases", "err", err)
 	}
+	e.announceRecovered(ctx, ids, "recovered a chat whose worker stopped renewing its lease")
+	e.expireActions(ctx)
+}
+
+// announceRecovered tells the chats' streams and the feeds that the
+// recovered chats are pending again, and wakes the workers.
+func (e *Engine) announceRecovered(ctx context.Context, ids []string, why string) {
+	if len(ids) == 0 {
+		return
+	}
 	var n events.Notice
 	for _, id := range ids {
-		e.log.Warn("recovered a chat whose worker stopped renewing its lease", "chat", id)
+		e.log.Warn(why, "chat", id)
 		if c, err := e.st.GetChat(ctx, id); err == nil {
 			n.StatusChanged(chat.Running, c)
 		}
 	}
-	if len(ids) > 0 {
-		n.Wake = true
-		n.Publish(ctx, e.ps, e.log)
-	}
-	e.expireActions(ctx)
+	n.Wake = true
+	n.Publish(ctx, e.ps, e.log)
 }
