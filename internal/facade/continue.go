@@ -134,9 +134,10 @@ func waitsFor(c chat.Chat, calls []chat.Part) bool {
 	return true
 }
 
-// beforeResume, when set, runs as a continuation's start begins, before it
-// submits its results: tests hold a continuation there to let another one
-// pass it.
+// beforeResume, when set, runs as the start of a continuation that answers
+// calls (a Chat Completions request's tool messages, a Responses request's
+// function_call_output items) begins, before it submits its results: tests
+// hold a continuation there to let another one pass it.
 var beforeResume atomic.Pointer[func(chatID string)]
 
 // continueChat is the target of a request that answers the calls chat c

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/service"
@@ -61,6 +62,7 @@ func toAPIError(err error) *apiError {
 		se  *service.StatusError
 		sc  *store.StatusConflictError
 		ids *service.IDMismatchError
+		dl  *service.DeadlineError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -71,6 +73,8 @@ func toAPIError(err error) *apiError {
 		return invalid(requestParam(ve.Field), "%s", ve.Error())
 	case errors.As(err, &ids):
 		return invalid("messages", "%s", ids.Error())
+	case errors.As(err, &dl):
+		return deadlinePassed(dl)
 	case errors.As(err, &se):
 		return &apiError{Status: http.StatusConflict, Type: typeConflict, Message: se.Error()}
 	case errors.As(err, &sc):
@@ -85,6 +89,15 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: 499, Type: typeInvalidRequest, Message: "the request was canceled"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Message: "internal server error"}
+}
+
+// deadlinePassed is the 409 of results that came after the deadline of
+// the chat's calls, before parley answered them in the client's place:
+// nothing of the request is written, and the chat goes on without them.
+func deadlinePassed(dl *service.DeadlineError) *apiError {
+	return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "deadline_passed",
+		Message: fmt.Sprintf("the deadline for the results of parley chat %s's calls passed at %s: parley answers them without these results (the model is told none came) and the chat goes on",
+			dl.ChatID, dl.Deadline.UTC().Format(time.RFC3339Nano))}
 }
 
 // requestParam names the request field a service validation error is

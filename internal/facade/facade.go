@@ -78,7 +78,10 @@ func New(d Deps) (*Facade, error) {
 }
 
 // ServeHTTP routes the request; an unknown route is an OpenAI-shaped 404.
+// No answer, JSON, error or stream, may be sniffed by a browser as another
+// type: a chat's text is the client's, and could look like HTML.
 func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if _, pattern := f.mux.Handler(r); pattern == "" {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
 			Message: "Invalid URL (" + r.Method + " " + r.URL.Path + "): parley serves /v1/chat/completions, /v1/responses and /v1/models"})

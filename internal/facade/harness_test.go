@@ -50,6 +50,21 @@ type replica struct {
 	ps  pubsub.PubSub
 	cfg *config.Config
 	reg *tools.Registry
+	hc  *http.Client // checks every /v1 answer (nosniffCheck)
+}
+
+// nosniffCheck fails the test of any /v1 answer without
+// "X-Content-Type-Options: nosniff": every facade answer has it, JSON,
+// errors and streams alike.
+type nosniffCheck struct{ t *testing.T }
+
+func (c nosniffCheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && strings.HasPrefix(req.URL.Path, "/v1/") && res.Header.Get("X-Content-Type-Options") != "nosniff" {
+		c.t.Errorf("%s %s: %d answered without X-Content-Type-Options: nosniff (%q)",
+			req.Method, req.URL.Path, res.StatusCode, res.Header.Get("X-Content-Type-Options"))
+	}
+	return res, err
 }
 
 // testLog is the servers' logger: warnings and worse, into the test's output.
@@ -79,7 +94,7 @@ func registry(t *testing.T) *tools.Registry {
 // serve starts a replica's API over st and ps; opts adjust its Deps.
 func serve(t *testing.T, st store.Store, ps pubsub.PubSub, fake *llmtest.OpenAIChat, opts ...func(*api.Deps)) *replica {
 	t.Helper()
-	r := &replica{t: t, st: st, ps: ps, cfg: fakeConfig(fake), reg: registry(t)}
+	r := &replica{t: t, st: st, ps: ps, cfg: fakeConfig(fake), reg: registry(t), hc: &http.Client{Transport: nosniffCheck{t}}}
 	d := api.Deps{Config: r.cfg, Store: st, PubSub: ps, Logger: testLog(t), Registry: prometheus.NewRegistry(),
 		KeepAlive: time.Hour, Tools: r.reg}
 	for _, o := range opts {
@@ -140,7 +155,7 @@ func (r *replica) post(tok, path, body string) (int, map[string]any) {
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := r.hc.Do(req)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -185,7 +200,8 @@ func (r *replica) token(owner string) string {
 
 // client is the official SDK pointed at the replica's /v1 with a token.
 func (r *replica) client(tok string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(r.url+"/v1"), option.WithAPIKey(tok), option.WithMaxRetries(0))
+	return openai.NewClient(option.WithBaseURL(r.url+"/v1"), option.WithAPIKey(tok), option.WithMaxRetries(0),
+		option.WithHTTPClient(r.hc))
 }
 
 // chats lists owner's chats.

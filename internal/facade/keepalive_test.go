@@ -38,7 +38,7 @@ func TestKeepAliveWhileServerToolRuns(t *testing.T) {
 	body := `{"model":"fake","stream":true,"messages":[{"role":"user","content":"go"}]}`
 	req, _ := http.NewRequest("POST", r.url+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+r.token("alice"))
-	res, err := http.DefaultClient.Do(req)
+	res, err := r.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -128,18 +129,28 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 	pending := clientCalls(c)
 	if len(results) > 0 {
 		if len(pending) == 0 {
-			return target{}, movedOn(prev, c)
+			return target{}, movedOn(prev, c.ID, c.Status)
+		}
+		if err := answersExactly(pending, results); err != nil {
+			return target{}, invalid("input", "the function_call_output items must answer exactly the calls of %s (%s): %s",
+				prev, strings.Join(pending, ", "), err.Error())
 		}
 		start := func(ctx context.Context) error {
+			if hook := beforeResume.Load(); hook != nil {
+				(*hook)(c.ID)
+			}
 			_, err := f.svc.SubmitToolResults(ctx, owner, c.ID, results)
 			var se *service.StatusError
 			var ids *service.IDMismatchError
 			switch {
 			case errors.As(err, &se):
-				return movedOn(prev, c)
+				return movedOn(prev, c.ID, se.Status)
 			case errors.As(err, &ids):
-				return invalid("input", "the function_call_output items must answer exactly the calls of %s (%s): %s",
-					prev, strings.Join(pending, ", "), ids.Error())
+				// The outputs answered exactly the calls the chat waited
+				// for when the request came, and a chat's call ids are
+				// unique: another request answered them, and the chat
+				// waits for newer calls.
+				return movedOn(prev, c.ID, chat.RequiresAction)
 			}
 			return err
 		}
@@ -165,11 +176,40 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 	return target{chat: c, baseline: baseline, start: start}, nil
 }
 
-// movedOn is the 409 of a continuation whose chat no longer waits for
-// function results: another request answered them, or their deadline passed.
-func movedOn(prev string, c chat.Chat) *apiError {
+// movedOn is the 409 of a continuation whose function outputs chat id
+// (now in status) no longer waits for: another request answered them, or
+// their deadline passed and parley answered them in the client's place.
+func movedOn(prev, id string, status chat.Status) *apiError {
 	return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "conversation_moved_on",
-		Message: fmt.Sprintf("%s waits for no function_call_output (parley chat %s is %s): it was continued already, or its deadline passed; continue from its latest response with a user message", prev, c.ID, c.Status)}
+		Message: fmt.Sprintf("%s no longer waits for these function_call_output items (parley chat %s is %s): another request continued it, or the deadline of its calls passed; continue from the chat's latest response", prev, id, status)}
+}
+
+// answersExactly checks that results answer each of the pending calls
+// once, and nothing else; its error names the calls missing, unknown or
+// answered twice.
+func answersExactly(pending []string, results []service.ToolResult) error {
+	e := service.IDMismatchError{Kind: chat.ActionClient}
+	seen := map[string]bool{}
+	for _, r := range results {
+		switch {
+		case seen[r.ToolCallID]:
+			if !slices.Contains(e.Duplicate, r.ToolCallID) {
+				e.Duplicate = append(e.Duplicate, r.ToolCallID)
+			}
+		case !slices.Contains(pending, r.ToolCallID):
+			e.Unknown = append(e.Unknown, r.ToolCallID)
+		}
+		seen[r.ToolCallID] = true
+	}
+	for _, id := range pending {
+		if !seen[id] {
+			e.Missing = append(e.Missing, id)
+		}
+	}
+	if len(e.Missing)+len(e.Unknown)+len(e.Duplicate) > 0 {
+		return &e
+	}
+	return nil
 }
 
 // clientCalls are the ids of the client calls the chat waits for.

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/facade"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
@@ -118,5 +119,101 @@ func TestResponsesContinueOnAnotherReplica(t *testing.T) {
 	msgs, _ := modelRequest(t, fake, 2)
 	if got := strings.Join(roles(msgs), ","); got != "user,assistant,tool,assistant,tool" || msgs[1].ToolCalls[0].ID != "call_srv" {
 		t.Fatalf("model's third request: %s", got)
+	}
+}
+
+// TestConcurrentResponsesContinuationLoses checks that of two requests
+// that answer the calls of one response at once, the second to submit
+// gets the documented 409, whether the winner's run is still going or the
+// chat waits for the winner's next calls by then (when its results answer
+// calls no longer pending), as in Chat Completions.
+func TestConcurrentResponsesContinuationLoses(t *testing.T) {
+	for _, winnerDone := range []bool{false, true} {
+		t.Run(map[bool]string{false: "winner running", true: "winner done"}[winnerDone], func(t *testing.T) {
+			r, fake := newSQLite(t)
+			ctx := context.Background()
+			c := r.client(r.token("alice"))
+			fake.Push(callOslo())
+			first, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "fake", Input: text("Weather in Oslo?"),
+				Tools: []responses.ToolUnionParam{weatherFunction()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := r.onlyChat("alice").ID
+			answer := func(result string) responses.ResponseNewParams {
+				return responses.ResponseNewParams{Model: "fake", PreviousResponseID: openai.String(first.ID), Input: callOutput("call_1", result)}
+			}
+
+			// The loser is held after it read the chat, before it submits.
+			held, release := make(chan struct{}), make(chan struct{})
+			once := true
+			facade.HoldResume(t, func(string) {
+				if once {
+					once = false
+					close(held)
+					<-release
+				}
+			})
+			lost := make(chan error, 1)
+			go func() {
+				_, err := c.Responses.New(ctx, answer("-5C"))
+				lost <- err
+			}()
+			select {
+			case <-held:
+			case err := <-lost:
+				t.Fatalf("the continuation was not held before it submitted; it ended with %v", err)
+			}
+
+			// The winner's run calls get_weather again, as call_2; unless
+			// winnerDone, the loser submits while that model call is held.
+			started, gate := make(chan struct{}), make(chan struct{})
+			fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "call_2", Name: "get_weather", Args: `{"city":"Bergen"}`}}, Started: started, Gate: gate})
+			if winnerDone {
+				close(gate)
+			}
+			won := make(chan *responses.Response, 1)
+			go func() {
+				res, err := c.Responses.New(ctx, answer("-6C"))
+				if err != nil {
+					t.Error(err)
+				}
+				won <- res
+			}()
+			<-started
+			var res *responses.Response
+			if winnerDone {
+				res = <-won
+			}
+			close(release)
+			expectError(t, <-lost, http.StatusConflict, "conflict_error", "", "conversation_moved_on")
+			if !winnerDone {
+				close(gate)
+				res = <-won
+			}
+			if res == nil || !strings.HasPrefix(res.ID, "resp_"+id+"_") {
+				t.Fatalf("winner: %+v", res)
+			}
+			if call := onlyCall(t, res, ""); call.CallID != "call_2" {
+				t.Fatalf("winner's call %s", call.CallID)
+			}
+
+			// The chat holds the winner's result only, and waits for the
+			// winner's next answer.
+			var results []string
+			for _, m := range r.history(id) {
+				for _, pt := range m.Parts {
+					if pt.Type == chat.PartToolResult {
+						results = append(results, string(pt.Output))
+					}
+				}
+			}
+			if got := strings.Join(results, ","); got != `"-6C"` {
+				t.Fatalf("results in the chat: %s", got)
+			}
+			if got := r.onlyChat("alice"); got.Status != chat.RequiresAction {
+				t.Fatalf("chat is %s", got.Status)
+			}
+		})
 	}
 }

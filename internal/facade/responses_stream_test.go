@@ -20,7 +20,7 @@ func postStream(t *testing.T, r *replica, body string, onLine func(string)) []st
 	t.Helper()
 	req, _ := http.NewRequest("POST", r.url+"/v1/responses", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+r.token("alice"))
-	res, err := http.DefaultClient.Do(req)
+	res, err := r.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
