@@ -99,18 +99,21 @@ func TestApprovedCallRunsAtMostOnceWhenItsWorkerDies(t *testing.T) {
 	}
 }
 
-// deadStore is the store of a process that hangs for good at its first
-// transaction: from then on nothing it asks of the database gets an
-// answer (until the test ends, when it gets an error).
+// deadStore is the store of a process that hangs for good at a
+// transaction (the first after the first live ones): from then on nothing
+// it asks of the database gets an answer (until the test ends, when it
+// gets an error).
 type deadStore struct {
 	store.Store
+	live atomic.Int64 // transactions that still go through
 	once sync.Once
-	died chan struct{} // closed at the first transaction
+	died chan struct{} // closed at the transaction that hangs
 	end  chan struct{} // closed when the test ends
 }
 
-func newDeadStore(t *testing.T, st store.Store) *deadStore {
+func newDeadStore(t *testing.T, st store.Store, live int64) *deadStore {
 	s := &deadStore{Store: st, died: make(chan struct{}), end: make(chan struct{})}
+	s.live.Store(live)
 	t.Cleanup(func() { close(s.end) })
 	return s
 }
@@ -123,7 +126,12 @@ func (s *deadStore) hang() error {
 	return errDead
 }
 
-func (s *deadStore) InTx(context.Context, func(store.Tx) error) error { return s.hang() }
+func (s *deadStore) InTx(ctx context.Context, fn func(store.Tx) error) error {
+	if s.live.Add(-1) >= 0 {
+		return s.Store.InTx(ctx, fn)
+	}
+	return s.hang()
+}
 func (s *deadStore) RenewLease(context.Context, store.Lease, time.Duration) (bool, error) {
 	return false, s.hang()
 }
@@ -153,7 +161,7 @@ func TestApprovedCallRunsWhenItsWorkerDiesBeforeStartingIt(t *testing.T) {
 	h := newHarness(t)
 	d, runs := effectTool(t, nil, nil)
 	c := h.approvedEffect(d)
-	dead := newDeadStore(t, h.st)
+	dead := newDeadStore(t, h.st, 0)
 	dying := h.cfg
 	dying.LeaseTTL = 300 * time.Millisecond
 	h.startOn(dead, h.ps, h.models(), d, dying)
@@ -193,5 +201,31 @@ func TestUndecidedApprovalIsDeniedAtTheDeadline(t *testing.T) {
 	}
 	if body := string(h.waitRequests(2)[1].Body); !strings.Contains(body, "denied: no decision before deadline") {
 		t.Fatalf("the model was not told: %s", body)
+	}
+}
+
+// TestClientCallsWaitAgainWhenTheirWorkerDies: a worker dies after it
+// stored the model's call of a dynamic tool and before the chat waited for
+// it: nobody ever saw the call, so the worker that recovers the chat waits
+// for it as the step would have, instead of answering it "outcome
+// unknown".
+func TestClientCallsWaitAgainWhenTheirWorkerDies(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{}`}}})
+	c := h.create("ask", chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	dead := newDeadStore(t, h.st, 1) // the answer with its call is stored; the wait is not
+	dying := h.cfg
+	dying.LeaseTTL = 300 * time.Millisecond
+	h.startOn(dead, h.ps, h.models(), nil, dying)
+	await(t, dead.died, "the write that makes the chat wait")
+	h.start(nil)
+	got := h.waitStatus(c.ID, chat.RequiresAction)
+	if ra := got.RequiredAction; ra != nil && (len(ra.ToolCalls) != 1 || ra.ToolCalls[0].ToolCallID != "c1") {
+		t.Fatalf("the chat waits for %+v, want c1", ra.ToolCalls)
+	}
+	for _, m := range h.history(c.ID) {
+		if m.Role == chat.RoleTool {
+			t.Fatalf("the unseen client call was answered: %+v", m)
+		}
 	}
 }

@@ -54,7 +54,9 @@ func ptr[T any](v T) *T { return &v }
 // the first model call (nil: nothing), or the outcome that ends the run at
 // once. A worker that died may have left calls of the last step without a
 // result: they are answered "outcome unknown", except calls a person
-// approved that were never marked started, which run now, once.
+// approved that were never marked started, which run now, once, and calls
+// of the chat's dynamic tools, which only a client runs: nobody saw them
+// yet, so the chat waits for them as the step would have.
 func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	if r.chat.InterruptRequested {
 		// The interrupt arrived while no step ran (the worker that was asked
@@ -79,16 +81,27 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 		return ptr(failed("internal", "the chat has no message to answer")), model, nil
 	}
 	approved, _ := chat.ApprovedCalls(history)
-	open := slices.DeleteFunc(chat.UnresolvedCalls(history), func(c chat.ToolCall) bool {
-		return slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID })
-	})
-	if len(open) == 0 && len(approved) == 0 {
+	var open, client []chat.ToolCall
+	for _, c := range chat.UnresolvedCalls(history) {
+		switch {
+		case slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID }):
+		case slices.ContainsFunc(r.chat.DynamicTools, func(t chat.DynamicTool) bool { return t.Name == c.ToolName }):
+			client = append(client, c)
+		default:
+			open = append(open, c)
+		}
+	}
+	if len(open) == 0 && len(approved) == 0 && len(client) == 0 {
 		return nil, model, nil
 	}
-	// One tool message: the results of the calls left open, then the
-	// marks of the approved calls about to run, written before they run.
-	parts := append(chat.SyntheticResults(open, chat.ReasonUnknownOutcome), chat.StartedMarks(approved)...)
-	return &outcome{tool: &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}, run: approved, approved: true}, model, nil
+	o := &outcome{run: append(approved, client...), approved: len(approved) > 0}
+	if len(open) > 0 || len(approved) > 0 {
+		// One tool message: the results of the calls left open, then the
+		// marks of the approved calls about to run, written before they run.
+		parts := append(chat.SyntheticResults(open, chat.ReasonUnknownOutcome), chat.StartedMarks(approved)...)
+		o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}
+	}
+	return o, model, nil
 }
 
 // forModel returns what the model sees of the run's history: chat.ForModel
