@@ -419,7 +419,10 @@ func (w *workload) act(ctx context.Context, c chat.Chat) error {
 		}
 	}
 	if len(decisions) > 0 {
-		p := w.planOf(c)
+		p, err := w.planOf(c)
+		if err != nil {
+			return err
+		}
 		p.mu.Lock()
 		for k, v := range decided {
 			p.decisions[k] = v
@@ -433,14 +436,13 @@ func (w *workload) act(ctx context.Context, c chat.Chat) error {
 }
 
 // planOf finds the plan of a chat by its label.
-func (w *workload) planOf(c chat.Chat) *plan {
+func (w *workload) planOf(c chat.Chat) (*plan, error) {
 	for _, p := range w.plans {
 		if p.label == c.Labels["chaos"] {
-			return p
+			return p, nil
 		}
 	}
-	w.t.Fatalf("chat %s has no plan (labels %v)", c.ID, c.Labels)
-	return nil
+	return nil, fmt.Errorf("chat %s has no plan (labels %v)", c.ID, c.Labels)
 }
 
 // racePost posts body to the chat's route from two goroutines at once, each
