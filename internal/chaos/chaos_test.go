@@ -63,7 +63,7 @@ func TestChaos(t *testing.T) {
 	mcpBin := mcptest.Everything(t)
 	began := time.Now()
 
-	dir := t.TempDir()
+	dir := keptDir(t, "parley-chaos-")
 	// The build runs while PostgreSQL and the MCP server start.
 	type built struct {
 		bin string

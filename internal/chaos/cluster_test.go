@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,11 +84,7 @@ type pgInstance struct {
 // the test ends.
 func startPostgres(t *testing.T, bin string) *pgInstance {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "parley-chaos-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := keptDir(t, "parley-chaos-pg-")
 	pg := &pgInstance{t: t, bin: bin, data: filepath.Join(dir, "data")}
 	// initdb refuses to run as root: run the server programs as postgres.
 	if os.Geteuid() == 0 {
@@ -138,6 +135,25 @@ func (pg *pgInstance) run(name string, args ...string) {
 		said, _ := os.ReadFile(out.Name())
 		pg.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, said)
 	}
+}
+
+// keptDir makes a temporary directory, removed when the test ends unless
+// it failed: then the logs in it (the replicas', PostgreSQL's) are kept,
+// and the test says where.
+func keptDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept %s for its logs", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -584,4 +600,58 @@ func (c *cluster) waitTools(ctx context.Context, cl *client, want ...string) {
 			}
 		}
 	}
+}
+
+// fault is one fault the cluster suffers.
+type fault struct {
+	kind string // "SIGKILL", "SIGTERM" or "postgres restart"
+	slot int    // the replica, for a signal
+}
+
+func (f fault) String() string {
+	if f.kind == faultPostgres {
+		return f.kind
+	}
+	return fmt.Sprintf("%s of replica %d", f.kind, f.slot)
+}
+
+const faultPostgres = "postgres restart"
+
+// makeFaults draws n faults from rng: one PostgreSQL restart, the rest
+// SIGKILL and SIGTERM of random replicas, in random order.
+func makeFaults(rng *rand.Rand, n, replicas int) []fault {
+	fs := []fault{{kind: faultPostgres}}
+	for len(fs) < n {
+		k := "SIGKILL"
+		if rng.IntN(5) < 2 {
+			k = "SIGTERM"
+		}
+		fs = append(fs, fault{kind: k, slot: rng.IntN(replicas)})
+	}
+	rng.Shuffle(len(fs), func(a, b int) { fs[a], fs[b] = fs[b], fs[a] })
+	return fs
+}
+
+// inject makes the fault happen now and returns a channel closed once the
+// cluster is whole again (the replica restarted, the database back).
+func (c *cluster) inject(f fault) <-chan struct{} {
+	done := make(chan struct{})
+	switch f.kind {
+	case faultPostgres:
+		go func() {
+			defer close(done)
+			c.pg.restart()
+		}()
+	default:
+		sig := syscall.SIGKILL
+		if f.kind == "SIGTERM" {
+			sig = syscall.SIGTERM
+		}
+		go func() {
+			defer close(done)
+			c.kill(f.slot, sig)
+			c.restartSlot(f.slot)
+		}()
+	}
+	return done
 }

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -489,60 +488,6 @@ func (w *workload) racePost(ctx context.Context, id, route string, body any) err
 		w.t.Errorf("chat %s: both racing POSTs to %s won (200, 200)", id, route)
 	}
 	return nil
-}
-
-// fault is one fault the cluster suffers.
-type fault struct {
-	kind string // "SIGKILL", "SIGTERM" or "postgres restart"
-	slot int    // the replica, for a signal
-}
-
-func (f fault) String() string {
-	if f.kind == faultPostgres {
-		return f.kind
-	}
-	return fmt.Sprintf("%s of replica %d", f.kind, f.slot)
-}
-
-const faultPostgres = "postgres restart"
-
-// makeFaults draws n faults from rng: one PostgreSQL restart, the rest
-// SIGKILL and SIGTERM of random replicas, in random order.
-func makeFaults(rng *rand.Rand, n, replicas int) []fault {
-	fs := []fault{{kind: faultPostgres}}
-	for len(fs) < n {
-		k := "SIGKILL"
-		if rng.IntN(5) < 2 {
-			k = "SIGTERM"
-		}
-		fs = append(fs, fault{kind: k, slot: rng.IntN(replicas)})
-	}
-	rng.Shuffle(len(fs), func(a, b int) { fs[a], fs[b] = fs[b], fs[a] })
-	return fs
-}
-
-// inject makes the fault happen now and returns a channel closed once the
-// cluster is whole again (the replica restarted, the database back).
-func (c *cluster) inject(f fault) <-chan struct{} {
-	done := make(chan struct{})
-	switch f.kind {
-	case faultPostgres:
-		go func() {
-			defer close(done)
-			c.pg.restart()
-		}()
-	default:
-		sig := syscall.SIGKILL
-		if f.kind == "SIGTERM" {
-			sig = syscall.SIGTERM
-		}
-		go func() {
-			defer close(done)
-			c.kill(f.slot, sig)
-			c.restartSlot(f.slot)
-		}()
-	}
-	return done
 }
 
 // run drives every plan with concurrency drivers at once. The plans are
