@@ -52,6 +52,10 @@ func TestRecoveryLatency(t *testing.T) {
 		)
 		id := createChatWith(t, reps[0], fmt.Sprintf("sample %d", i))
 		held, other := holder(t, dsn, id, reps[0], reps[1])
+		// The kill comes mid-answer: the model has the holder's request.
+		for len(fake.Requests()) < 2*i+1 {
+			time.Sleep(2 * time.Millisecond)
+		}
 		var gen int64
 		if err := conn.QueryRow(ctx, `SELECT lease_generation FROM chats WHERE id = $1`, id).Scan(&gen); err != nil {
 			t.Fatal(err)
@@ -83,6 +87,10 @@ func TestRecoveryLatency(t *testing.T) {
 		restarted.token = a.token
 		reps = []*replica{other, restarted}
 		if !waitChatStatus(conn, id, chat.Waiting) {
+			var worker string
+			var gen int64
+			conn.QueryRow(ctx, `SELECT worker_id, lease_generation FROM chats WHERE id = $1`, id).Scan(&worker, &gen)
+			t.Logf("the chat is held by %q (generation %d); other %s, restarted %s", worker, gen, other.worker, restarted.worker)
 			t.Fatalf("sample %d: chat %s did not finish; the model got %d requests\nother stderr:\n%s\nrestarted stderr:\n%s", i, id, len(fake.Requests()), other.stderr, restarted.stderr)
 		}
 	}
