@@ -229,3 +229,36 @@ func TestClientCallsWaitAgainWhenTheirWorkerDies(t *testing.T) {
 		}
 	}
 }
+
+// TestUndecidedApprovalsWaitAgainWhenTheirWorkerDies: a worker dies after
+// it stored the model's call of a tool that needs approval and before the
+// chat waited for a decision: the call never ran, so the worker that
+// recovers the chat waits for the decision, and the tool runs only once
+// approved.
+func TestUndecidedApprovalsWaitAgainWhenTheirWorkerDies(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}},
+		llmtest.Turn{Text: "3"},
+	)
+	d, calls := addTool(t, nil)
+	c := h.createApproving("add", "add")
+	dead := newDeadStore(t, h.st, 1) // the answer with its call is stored; the wait is not
+	dying := h.cfg
+	dying.LeaseTTL = 300 * time.Millisecond
+	h.startOn(dead, h.ps, h.models(), d, dying)
+	await(t, dead.died, "the write that makes the chat wait")
+	h.start(d)
+	h.waitStatus(c.ID, chat.RequiresAction)
+	if calls.Load() != 0 {
+		t.Fatal("the undecided call ran")
+	}
+	if _, err := h.svc.SubmitApprovals(context.Background(), service.Decider{Owner: owner, Token: "t"}, c.ID,
+		[]service.Decision{{ToolCallID: "c1", Approve: true}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(c.ID, chat.Waiting)
+	if r := resultOf(t, h.history(c.ID), "c1"); r.IsError || string(r.Output) != "3" || calls.Load() != 1 {
+		t.Fatalf("result %s after %d runs, want 3 after one", r.Output, calls.Load())
+	}
+}

@@ -54,9 +54,10 @@ func ptr[T any](v T) *T { return &v }
 // the first model call (nil: nothing), or the outcome that ends the run at
 // once. A worker that died may have left calls of the last step without a
 // result: they are answered "outcome unknown", except calls a person
-// approved that were never marked started, which run now, once, and calls
-// of the chat's dynamic tools, which only a client runs: nobody saw them
-// yet, so the chat waits for them as the step would have.
+// approved that were never marked started, which run now, once, and the
+// calls nobody could have run yet: calls of the chat's dynamic tools, which
+// only a client runs, and calls waiting for a person's decision, which
+// nobody gave; the chat waits for them as the step would have.
 func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	if r.chat.InterruptRequested {
 		// The interrupt arrived while no step ran (the worker that was asked
@@ -81,20 +82,30 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 		return ptr(failed("internal", "the chat has no message to answer")), model, nil
 	}
 	approved, _ := chat.ApprovedCalls(history)
-	var open, client []chat.ToolCall
+	needsApproval := map[string]bool{}
+	for _, d := range r.e.tools.Decls(ctx) {
+		needsApproval[d.Name] = d.Required || r.chat.Approve.Match(d.Name)
+	}
+	decided := chat.Decisions(history)
+	var open, unseen []chat.ToolCall
 	for _, c := range chat.UnresolvedCalls(history) {
+		_, hasDecision := decided[c.ToolCallID]
 		switch {
 		case slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID }):
 		case slices.ContainsFunc(r.chat.DynamicTools, func(t chat.DynamicTool) bool { return t.Name == c.ToolName }):
-			client = append(client, c)
+			unseen = append(unseen, c)
+		case needsApproval[c.ToolName] && !hasDecision && len(approved) == 0:
+			// Undecided, so it never ran: the dispatcher leaves it for a
+			// person again.
+			unseen = append(unseen, c)
 		default:
 			open = append(open, c)
 		}
 	}
-	if len(open) == 0 && len(approved) == 0 && len(client) == 0 {
+	if len(open) == 0 && len(approved) == 0 && len(unseen) == 0 {
 		return nil, model, nil
 	}
-	o := &outcome{run: append(approved, client...), approved: len(approved) > 0}
+	o := &outcome{run: append(approved, unseen...), approved: len(approved) > 0}
 	if len(open) > 0 || len(approved) > 0 {
 		// One tool message: the results of the calls left open, then the
 		// marks of the approved calls about to run, written before they run.
