@@ -290,8 +290,9 @@ func (s *Source) WaitConnected(ctx context.Context) error {
 }
 
 // Close stops reconnecting and closes the session; calls in flight fail. A
-// stdio server has its stdin closed and, if it does not exit within 2s, is
-// sent SIGTERM and then SIGKILL, so Close returns within a few seconds.
+// stdio server has its stdin closed and, if it does not exit within 2s, its
+// process group is sent SIGTERM and then SIGKILL, so Close returns within a
+// few seconds; what the server left running in its group is killed.
 func (s *Source) Close() error {
 	s.stop()
 	<-s.loopDone
