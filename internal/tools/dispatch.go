@@ -269,8 +269,9 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 }
 
 // runBatch runs one source's calls in one InvokeBatch and stores a result per
-// call; a source-level failure answers every call with the failure and is
-// recorded in b.err. A cancelled step is no failure of the source.
+// call; a source-level failure answers every call with the failure, but for
+// those a *tool.PartialError has results of, and is recorded in b.err. A
+// cancelled step is no failure of the source.
 func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Part) {
 	calls := make([]tool.Call, len(b.jobs))
 	for i, j := range b.jobs {
@@ -282,23 +283,32 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 	if err == nil && len(res) != len(calls) {
 		err = fmt.Errorf("returned %d results for %d calls", len(res), len(calls))
 	}
-	if err != nil {
-		d.logFailure("tool source failed", err, "source", b.source.name, "chat", calls[0].ChatID, "calls", len(calls))
-		cancelled := ctx.Err() != nil
-		if !cancelled {
-			b.err = &SourceError{Source: b.source.name, Err: err}
-		}
-		for _, j := range b.jobs {
-			if cancelled {
-				results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
-			} else {
-				results[j.index] = errorPartFor(j.call, "%v", b.err)
-			}
+	if err == nil {
+		for i, j := range b.jobs {
+			results[j.index] = resultPart(j.call, res[i])
 		}
 		return
 	}
+	d.logFailure("tool source failed", err, "source", b.source.name, "chat", calls[0].ChatID, "calls", len(calls))
+	var partial *tool.PartialError
+	if !errors.As(err, &partial) || len(partial.Results) != len(calls) {
+		partial = nil
+	}
+	cancelled := ctx.Err() != nil
+	if !cancelled {
+		b.err = &SourceError{Source: b.source.name, Err: err}
+	}
 	for i, j := range b.jobs {
-		results[j.index] = resultPart(j.call, res[i])
+		switch {
+		case partial != nil && partial.Results[i] != nil:
+			results[j.index] = resultPart(j.call, *partial.Results[i])
+		case cancelled:
+			results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
+		case partial != nil:
+			results[j.index] = errorPartFor(j.call, "%v; the call got no result and may have run", b.err)
+		default:
+			results[j.index] = errorPartFor(j.call, "%v", b.err)
+		}
 	}
 }
 
