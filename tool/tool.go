@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Decl declares a tool to the model: its name, what it does, and the JSON
@@ -199,6 +200,16 @@ type Source interface {
 	Tools(ctx context.Context) ([]Decl, error)
 	InvokeBatch(ctx context.Context, calls []Call) ([]Result, error)
 	Close() error
+}
+
+// BatchTimeouter is implemented by a source that bounds its calls itself (a
+// timeout per call, a limit on the calls in flight) and so knows how long a
+// batch of them may take. BatchTimeout returns how long InvokeBatch of n
+// calls may run before parley stops waiting and counts a source-level
+// failure; a source that does not implement it, or returns zero, gets
+// parley's default bound.
+type BatchTimeouter interface {
+	BatchTimeout(n int) time.Duration
 }
 
 // PartialError is a source-level failure of a batch some of whose calls had

@@ -24,8 +24,9 @@ type Options struct {
 	// CallTimeout bounds one Tool.Invoke (default 60s); past it the call's
 	// result is a "timed out" error.
 	CallTimeout time.Duration
-	// BatchTimeout bounds one Source.InvokeBatch (default 2m); past it the
-	// batch is a source-level failure.
+	// BatchTimeout bounds one Source.InvokeBatch (default 2m) of a source
+	// that does not bound its batches itself (tool.BatchTimeouter); past it
+	// the batch is a source-level failure.
 	BatchTimeout time.Duration
 	// MaxResultBytes caps the text of one result (default
 	// chat.DefaultMaxOutputBytes); a longer one is cut, with a marker the
@@ -277,7 +278,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 	for i, j := range b.jobs {
 		calls[i] = j.call
 	}
-	res, err := guard(ctx, d.opts.BatchTimeout, func(ctx context.Context) ([]tool.Result, error) {
+	res, err := guard(ctx, d.batchTimeout(b.source.src, len(calls)), func(ctx context.Context) ([]tool.Result, error) {
 		return b.source.src.InvokeBatch(ctx, calls)
 	})
 	if err == nil && len(res) != len(calls) {
@@ -310,6 +311,17 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 			results[j.index] = errorPartFor(j.call, "%v", b.err)
 		}
 	}
+}
+
+// batchTimeout returns the bound of a batch of n calls to src: its own, when
+// it has one, else BatchTimeout.
+func (d *Dispatcher) batchTimeout(src tool.Source, n int) time.Duration {
+	if bt, ok := src.(tool.BatchTimeouter); ok {
+		if t := bt.BatchTimeout(n); t > 0 {
+			return t
+		}
+	}
+	return d.opts.BatchTimeout
 }
 
 // checkDynamic validates a dynamic call's arguments against the chat's schema

@@ -127,6 +127,20 @@ launch:
 	return nil, &tool.PartialError{Err: err, Results: got}
 }
 
+// batchMargin is what a batch's bound adds to its calls' timeouts, for
+// sending the calls and gathering their results.
+const batchMargin = 10 * time.Second
+
+// BatchTimeout returns how long a batch of n calls may take
+// (tool.BatchTimeouter): they run MaxConcurrency at a time, each ending
+// within CallTimeout, so in at most ceil(n/MaxConcurrency) rounds of
+// CallTimeout, plus batchMargin. A batch of slow calls that each keep to
+// CallTimeout is never a failure of the source.
+func (s *Source) BatchTimeout(n int) time.Duration {
+	rounds := max(1, (n+s.cfg.MaxConcurrency-1)/s.cfg.MaxConcurrency)
+	return time.Duration(rounds)*s.cfg.CallTimeout + batchMargin
+}
+
 // call makes one tools/call. It returns an error when the call has no
 // result of its own: the batch was cancelled (its cause), or the session
 // failed (call then gives the session up). A response the server sent but

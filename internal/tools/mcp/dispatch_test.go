@@ -79,3 +79,70 @@ func TestSessionLostKeepsTheResultsThatCame(t *testing.T) {
 		t.Errorf("failures %v, want the lost session of c", out.Failures)
 	}
 }
+
+// A step whose calls each end within call_timeout is not cut by the
+// dispatcher's default batch bound, however long they take together: the
+// bound of an MCP batch comes from call_timeout and max_concurrency.
+func TestSlowBatchWithinCallTimeouts(t *testing.T) {
+	const bound = 100 * time.Millisecond // the dispatcher's default, shrunk
+	ts := newTestServer(0)
+	s := openMem(t, ts.Server, Config{MaxConcurrency: 1, CallTimeout: 30 * time.Second})
+	d := dispatcher(t, s, tools.Options{BatchTimeout: bound})
+	step := tools.Step{ChatID: "chat", Calls: []chat.ToolCall{
+		{ToolCallID: "1", ToolName: "t_gauge", Args: json.RawMessage(`{}`)},
+		{ToolCallID: "2", ToolName: "t_gauge", Args: json.RawMessage(`{}`)},
+	}}
+	done := make(chan tools.Outcome, 1)
+	go func() { done <- d.Run(context.Background(), step) }()
+	// The first call ends once the default bound has passed since it began
+	// (the batch began before), the second at once; a step that ends first
+	// was cut.
+	var out tools.Outcome
+	ended := false
+	for i := 0; i < 2 && !ended; i++ {
+		select {
+		case <-ts.gaugeArrived:
+		case out = <-done:
+			ended = true
+			continue
+		}
+		if i == 0 {
+			<-time.After(bound)
+		}
+		select {
+		case ts.gaugeRelease <- struct{}{}:
+		case out = <-done:
+			ended = true
+		}
+	}
+	if !ended {
+		out = receive(t, "the step", done)
+	}
+	if len(out.Failures) != 0 {
+		t.Fatalf("failures %v", out.Failures)
+	}
+	for _, r := range out.Results {
+		if r.IsError || partText(t, r) != "released" {
+			t.Errorf("call %s: %s (error %v)", r.ToolCallID, r.Output, r.IsError)
+		}
+	}
+}
+
+func TestBatchTimeout(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		n    int
+		want time.Duration
+	}{
+		{Config{}, 0, 70 * time.Second},  // defaults: 32 at a time, 60s each, plus 10s
+		{Config{}, 32, 70 * time.Second}, // one round
+		{Config{}, 33, 130 * time.Second},
+		{Config{MaxConcurrency: 2, CallTimeout: time.Second}, 5, 13 * time.Second},
+	}
+	for _, tc := range cases {
+		s := &Source{cfg: tc.cfg.withDefaults()}
+		if got := s.BatchTimeout(tc.n); got != tc.want {
+			t.Errorf("%+v, %d calls: %v, want %v", tc.cfg, tc.n, got, tc.want)
+		}
+	}
+}
