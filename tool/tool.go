@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Decl declares a tool to the model: its name, what it does, and the JSON
@@ -189,7 +190,9 @@ func (t funcTool) Invoke(ctx context.Context, call Call) (Result, error) {
 // failure of one call is that call's error Result. Returning an error, a
 // panic, or a wrong number of results is a source-level failure: every call of
 // the batch gets an error result naming the source, and the chat stops in the
-// error status. InvokeBatch should return when ctx is done.
+// error status. A source that fails after some calls returned (a runtime lost
+// part way) keeps their results by returning a *PartialError. InvokeBatch
+// should return when ctx is done.
 //
 // Close releases the source's resources when the server shuts down.
 type Source interface {
@@ -198,6 +201,31 @@ type Source interface {
 	InvokeBatch(ctx context.Context, calls []Call) ([]Result, error)
 	Close() error
 }
+
+// BatchTimeouter is implemented by a source that bounds its calls itself (a
+// timeout per call, a limit on the calls in flight) and so knows how long a
+// batch of them may take. BatchTimeout returns how long InvokeBatch of n
+// calls may run before parley stops waiting and counts a source-level
+// failure; a source that does not implement it, or returns zero, gets
+// parley's default bound.
+type BatchTimeouter interface {
+	BatchTimeout(n int) time.Duration
+}
+
+// PartialError is a source-level failure of a batch some of whose calls had
+// already returned. InvokeBatch returns it as its error (its results are then
+// ignored): each call whose entry in Results is set keeps that result; each
+// other call gets an error result naming the source and saying the call may
+// have run. The batch is still a source-level failure, and the chat stops in
+// the error status. A PartialError whose Results does not have one entry per
+// call is an ordinary error.
+type PartialError struct {
+	Err     error
+	Results []*Result // one per call, in call order; nil for a call without a result
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+func (e *PartialError) Unwrap() error { return e.Err }
 
 // Source states, as GET /api/v1/tools shows them.
 const (

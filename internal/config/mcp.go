@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"time"
 )
 
 // MCPServer is one MCP server whose tools parley offers (docs/mcp.md):
@@ -36,10 +35,6 @@ type MCPServer struct {
 	BearerToken string            `yaml:"-"`
 	ChildEnv    map[string]string `yaml:"-"` // stdio: the child's whole environment
 }
-
-// MaxMCPCallTimeout is the longest call_timeout: a step gives all of a
-// source's calls 2 minutes.
-const MaxMCPCallTimeout = 110 * time.Second
 
 // childBaseEnv are the variables of parley's environment every stdio MCP
 // server gets, so a program finds its tools and its home; anything else
@@ -130,9 +125,6 @@ func (s *MCPServer) resolve(getenv func(string) string) error {
 	}
 	if err := checkApproval(s.Approval, true); err != nil {
 		return err
-	}
-	if time.Duration(s.CallTimeout) > MaxMCPCallTimeout {
-		return fmt.Errorf("call_timeout %s is longer than the most a step waits for a source (%s)", time.Duration(s.CallTimeout), MaxMCPCallTimeout)
 	}
 	if s.BearerTokenEnv != "" {
 		if s.BearerToken = getenv(s.BearerTokenEnv); s.BearerToken == "" {

@@ -24,8 +24,9 @@ type Options struct {
 	// CallTimeout bounds one Tool.Invoke (default 60s); past it the call's
 	// result is a "timed out" error.
 	CallTimeout time.Duration
-	// BatchTimeout bounds one Source.InvokeBatch (default 2m); past it the
-	// batch is a source-level failure.
+	// BatchTimeout bounds one Source.InvokeBatch (default 2m) of a source
+	// that does not bound its batches itself (tool.BatchTimeouter); past it
+	// the batch is a source-level failure.
 	BatchTimeout time.Duration
 	// MaxResultBytes caps the text of one result (default
 	// chat.DefaultMaxOutputBytes); a longer one is cut, with a marker the
@@ -269,37 +270,58 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 }
 
 // runBatch runs one source's calls in one InvokeBatch and stores a result per
-// call; a source-level failure answers every call with the failure and is
-// recorded in b.err. A cancelled step is no failure of the source.
+// call; a source-level failure answers every call with the failure, but for
+// those a *tool.PartialError has results of, and is recorded in b.err. A
+// cancelled step is no failure of the source.
 func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Part) {
 	calls := make([]tool.Call, len(b.jobs))
 	for i, j := range b.jobs {
 		calls[i] = j.call
 	}
-	res, err := guard(ctx, d.opts.BatchTimeout, func(ctx context.Context) ([]tool.Result, error) {
+	res, err := guard(ctx, d.batchTimeout(b.source.src, len(calls)), func(ctx context.Context) ([]tool.Result, error) {
 		return b.source.src.InvokeBatch(ctx, calls)
 	})
 	if err == nil && len(res) != len(calls) {
 		err = fmt.Errorf("returned %d results for %d calls", len(res), len(calls))
 	}
-	if err != nil {
-		d.logFailure("tool source failed", err, "source", b.source.name, "chat", calls[0].ChatID, "calls", len(calls))
-		cancelled := ctx.Err() != nil
-		if !cancelled {
-			b.err = &SourceError{Source: b.source.name, Err: err}
-		}
-		for _, j := range b.jobs {
-			if cancelled {
-				results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
-			} else {
-				results[j.index] = errorPartFor(j.call, "%v", b.err)
-			}
+	if err == nil {
+		for i, j := range b.jobs {
+			results[j.index] = resultPart(j.call, res[i])
 		}
 		return
 	}
-	for i, j := range b.jobs {
-		results[j.index] = resultPart(j.call, res[i])
+	d.logFailure("tool source failed", err, "source", b.source.name, "chat", calls[0].ChatID, "calls", len(calls))
+	var partial *tool.PartialError
+	if !errors.As(err, &partial) || len(partial.Results) != len(calls) {
+		partial = nil
 	}
+	cancelled := ctx.Err() != nil
+	if !cancelled {
+		b.err = &SourceError{Source: b.source.name, Err: err}
+	}
+	for i, j := range b.jobs {
+		switch {
+		case partial != nil && partial.Results[i] != nil:
+			results[j.index] = resultPart(j.call, *partial.Results[i])
+		case cancelled:
+			results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
+		case partial != nil:
+			results[j.index] = errorPartFor(j.call, "%v; the call got no result and may have run", b.err)
+		default:
+			results[j.index] = errorPartFor(j.call, "%v", b.err)
+		}
+	}
+}
+
+// batchTimeout returns the bound of a batch of n calls to src: its own, when
+// it has one, else BatchTimeout.
+func (d *Dispatcher) batchTimeout(src tool.Source, n int) time.Duration {
+	if bt, ok := src.(tool.BatchTimeouter); ok {
+		if t := bt.BatchTimeout(n); t > 0 {
+			return t
+		}
+	}
+	return d.opts.BatchTimeout
 }
 
 // checkDynamic validates a dynamic call's arguments against the chat's schema

@@ -317,6 +317,46 @@ func TestRunSourceFailure(t *testing.T) {
 	}
 }
 
+// TestRunPartialSourceFailure: a *tool.PartialError keeps the results of the
+// calls that had one; the others get the failure, saying they may have run,
+// and the step is still a source failure. One with the wrong number of
+// results is an ordinary failure.
+func TestRunPartialSourceFailure(t *testing.T) {
+	lost := errors.New("session lost")
+	first := tool.Text("first")
+	t.Run("kept", func(t *testing.T) {
+		out := failingStep(t, func(context.Context, []tool.Call) ([]tool.Result, error) {
+			return nil, &tool.PartialError{Err: lost, Results: []*tool.Result{&first, nil}}
+		})
+		if len(out.Failures) != 1 || out.Failures[0].Source != "bad" || !errors.Is(out.Failures[0], lost) {
+			t.Fatalf("failures %v, want the lost session of bad", out.Failures)
+		}
+		if p := resultByID(t, out.Results, "c1"); p.IsError || string(p.Output) != `"first"` {
+			t.Errorf("c1: %s (error %v), want its own result", p.Output, p.IsError)
+		}
+		msg := errorText(t, resultByID(t, out.Results, "c5"))
+		if !strings.Contains(msg, `tool source "bad" failed: session lost`) || !strings.Contains(msg, "may have run") {
+			t.Errorf("c5: %q", msg)
+		}
+		if msg := errorText(t, resultByID(t, out.Results, "c3")); msg != `not executed: tool source "bad" failed` {
+			t.Errorf("dynamic call: %q", msg)
+		}
+	})
+	t.Run("wrong count", func(t *testing.T) {
+		out := failingStep(t, func(context.Context, []tool.Call) ([]tool.Result, error) {
+			return nil, &tool.PartialError{Err: lost, Results: []*tool.Result{&first}}
+		})
+		if len(out.Failures) != 1 {
+			t.Fatalf("failures %v", out.Failures)
+		}
+		for _, id := range []string{"c1", "c5"} {
+			if msg := errorText(t, resultByID(t, out.Results, id)); msg != `tool source "bad" failed: session lost` {
+				t.Errorf("%s: %q", id, msg)
+			}
+		}
+	})
+}
+
 // TestRunToolFailures: an error, a panic, a timeout or bad output of a single
 // Tool is that call's error result and nothing more.
 func TestRunToolFailures(t *testing.T) {

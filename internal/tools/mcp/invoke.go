@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,9 @@ const (
 // InvokeBatch sends the calls as concurrent tools/call requests on the
 // session, at most MaxConcurrency in flight, and returns their results in
 // call order (see the package documentation for their shape). It fails
-// without a session, when the session is lost during the batch, and with
-// ctx's error, promptly, when ctx is done.
+// without a session; when the session is lost during the batch, with a
+// *tool.PartialError holding the results of the calls that had returned;
+// and with ctx's error, promptly, when ctx is done.
 func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Result, error) {
 	sess, reason := s.current()
 	if sess == nil {
@@ -55,21 +57,25 @@ func (s *Source) InvokeBatch(ctx context.Context, calls []tool.Call) ([]tool.Res
 		}
 	}()
 
-	results := make([]tool.Result, len(calls))
+	var mu sync.Mutex
+	results := make([]*tool.Result, len(calls)) // nil until the call has a result
+	answer := func(i int, r tool.Result) {
+		mu.Lock()
+		results[i] = &r
+		mu.Unlock()
+	}
 	slots := make(chan struct{}, s.cfg.MaxConcurrency)
 	var wg sync.WaitGroup
-	var failed atomic.Bool // a call got, or will get, no result of its own
 launch:
 	for i, c := range calls {
 		e := cat.byName[c.Name]
 		if e == nil {
-			results[i] = tool.Errorf("MCP server %q no longer offers tool %q", s.cfg.Name, c.Name)
+			answer(i, tool.Errorf("MCP server %q no longer offers tool %q", s.cfg.Name, c.Name))
 			continue
 		}
 		select {
 		case slots <- struct{}{}:
 		case <-batch.Done():
-			failed.Store(true)
 			break launch
 		}
 		wg.Add(1)
@@ -81,16 +87,15 @@ launch:
 			// goroutine, and the process would die with it.
 			defer func() {
 				if p := recover(); p != nil {
-					results[i] = tool.Errorf("MCP server %q: tool %q: internal error: %v", s.cfg.Name, c.Name, p)
+					answer(i, tool.Errorf("MCP server %q: tool %q: internal error: %v", s.cfg.Name, c.Name, p))
 				}
 			}()
 			r, err := s.call(batch, sess, e, c)
 			if err != nil {
-				failed.Store(true)
 				cancel(err) // before wg.Done, so the batch's cause is set when done closes
 				return
 			}
-			results[i] = r
+			answer(i, r)
 		}()
 	}
 	done := make(chan struct{})
@@ -100,20 +105,40 @@ launch:
 	}()
 	select {
 	case <-done:
-		if !failed.Load() {
-			return results, nil // every call answered, even if ctx ended just after
-		}
 	case <-batch.Done():
 		// Return at once: the calls still running end soon, their contexts
-		// being done, and write only to results, which nobody reads then.
+		// being done; what they answer from now on is not read.
+	}
+	mu.Lock()
+	got := slices.Clone(results)
+	mu.Unlock()
+	if !slices.Contains(got, nil) {
+		out := make([]tool.Result, len(got))
+		for i, r := range got {
+			out[i] = *r
+		}
+		return out, nil // every call answered, even if the batch ended just after
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := context.Cause(batch); err != nil {
-		return nil, fmt.Errorf("MCP server %q: session lost: %w", s.cfg.Name, err)
-	}
-	return results, nil
+	// A call without a result cancelled the batch, with the cause.
+	err := fmt.Errorf("MCP server %q: session lost: %w", s.cfg.Name, context.Cause(batch))
+	return nil, &tool.PartialError{Err: err, Results: got}
+}
+
+// batchMargin is what a batch's bound adds to its calls' timeouts, for
+// sending the calls and gathering their results.
+const batchMargin = 10 * time.Second
+
+// BatchTimeout returns how long a batch of n calls may take
+// (tool.BatchTimeouter): they run MaxConcurrency at a time, each ending
+// within CallTimeout, so in at most ceil(n/MaxConcurrency) rounds of
+// CallTimeout, plus batchMargin. A batch of slow calls that each keep to
+// CallTimeout is never a failure of the source.
+func (s *Source) BatchTimeout(n int) time.Duration {
+	rounds := max(1, (n+s.cfg.MaxConcurrency-1)/s.cfg.MaxConcurrency)
+	return time.Duration(rounds)*s.cfg.CallTimeout + batchMargin
 }
 
 // call makes one tools/call. It returns an error when the call has no

@@ -50,9 +50,10 @@
 // arrives after the call's result is dropped.
 //
 // Losing the session during a batch (the connection closed, the process
-// exited, an HTTP request that did not get through) fails the whole batch:
-// InvokeBatch returns an error naming what happened, and the session is
-// re-established in the background (a stdio server is started again). A
+// exited, an HTTP request that did not get through) fails the batch:
+// InvokeBatch returns a *tool.PartialError naming what happened, with the
+// results of the calls that had returned, and the session is re-established
+// in the background (a stdio server is started again). A
 // cancelled context makes InvokeBatch return at once; the calls in flight are
 // cancelled on the server with notifications/cancelled. Under the stateless
 // protocol over HTTP (2026-07-28) that notification travels in a request of
@@ -290,8 +291,9 @@ func (s *Source) WaitConnected(ctx context.Context) error {
 }
 
 // Close stops reconnecting and closes the session; calls in flight fail. A
-// stdio server has its stdin closed and, if it does not exit within 2s, is
-// sent SIGTERM and then SIGKILL, so Close returns within a few seconds.
+// stdio server has its stdin closed and, if it does not exit within 2s, its
+// process group is sent SIGTERM and then SIGKILL, so Close returns within a
+// few seconds; what the server left running in its group is killed.
 func (s *Source) Close() error {
 	s.stop()
 	<-s.loopDone

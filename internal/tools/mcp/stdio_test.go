@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,9 @@ import (
 
 // childEnv, when set, makes the test binary an MCP server on stdio instead:
 // "serve" serves, "ignore-stdin" serves and then keeps running after its
-// stdin closes, "crash" writes to stderr and exits at once.
+// stdin closes, "crash" writes to stderr and exits at once. Two more modes
+// are not servers: "sleep" sleeps until killed (a server's grandchild), and
+// "parent" is a parley of its own (see runParent).
 const childEnv = "PARLEY_MCP_TEST_CHILD"
 
 func TestMain(m *testing.M) {
@@ -36,9 +39,17 @@ type dieIn struct {
 }
 
 func runChild(mode string) {
-	if mode == "crash" {
+	switch mode {
+	case "crash":
 		fmt.Fprintln(os.Stderr, "fatal: bad configuration")
 		os.Exit(1)
+	case "sleep":
+		for {
+			time.Sleep(time.Hour) // until killed
+		}
+	case "parent":
+		runParent()
+		return
 	}
 	fmt.Fprintln(os.Stderr, "test server starting")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
@@ -50,7 +61,22 @@ func runChild(mode string) {
 		wd, _ := os.Getwd()
 		return text(os.Getenv("PARLEY_MCP_TEST_VALUE") + " " + wd), nil, nil
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		// A grandchild of parley, in the server's process group, with none
+		// of the server's pipes.
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = []string{childEnv + "=sleep"}
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		return text(strconv.Itoa(cmd.Process.Pid)), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if token := req.Params.GetProgressToken(); token != nil { // tell the client the call arrived
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Message: "blocked"}); err != nil {
+				return nil, nil, err
+			}
+		}
 		blocked <- struct{}{}
 		<-ctx.Done()
 		return nil, nil, ctx.Err()

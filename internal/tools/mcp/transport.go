@@ -46,6 +46,7 @@ func (s *Source) transport(resps *responses) (mcp.Transport, *stderrLog, error) 
 	// Once the child has exited, stop waiting for its stderr after a while:
 	// a grandchild may hold it open.
 	cmd.WaitDelay = time.Second
+	cmd.SysProcAttr = childProcAttr()
 	return &commandTransport{cmd: cmd, terminate: s.opts.terminate, resps: resps}, stderr, nil
 }
 
@@ -78,8 +79,10 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 
 // childStdin is a stdio server's stdin. The SDK writes one message a
 // Write; resps notes each. Closing it stops the server: it closes stdin and
-// waits terminate for the server to exit, then sends SIGTERM and waits as
-// long again, then kills it.
+// waits terminate for the server to exit, then sends SIGTERM to the
+// server's process group and waits as long again, then kills the group.
+// Once the server has exited, whatever is left of its group (a grandchild
+// it did not stop) is killed.
 type childStdin struct {
 	io.WriteCloser
 	cmd       *exec.Cmd
@@ -108,21 +111,22 @@ func (c *childStdin) Close() error {
 			return nil, false
 		}
 	}
-	if err, ok := wait(); ok {
-		return err
+	err, ok := wait()
+	if !ok && signalGroup(c.cmd.Process, syscall.SIGTERM) == nil {
+		err, ok = wait()
 	}
-	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
-		if err, ok := wait(); ok {
-			return err
+	if !ok {
+		if err := signalGroup(c.cmd.Process, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill the server: %w", err)
+		}
+		if err, ok = wait(); !ok {
+			return errors.New("the server did not exit after SIGKILL")
 		}
 	}
-	if err := c.cmd.Process.Kill(); err != nil {
-		return err
-	}
-	if err, ok := wait(); ok {
-		return err
-	}
-	return errors.New("the server did not exit after SIGKILL")
+	// While a member of the group runs, the group keeps the leader's id
+	// and no new process gets it: this reaches only what the server left.
+	_ = signalGroup(c.cmd.Process, syscall.SIGKILL)
+	return err
 }
 
 // filterTransport shows resps the messages the client posts, and passes a
