@@ -207,3 +207,15 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestBatchTimeoutCoversTheSourcesOwn: parley waits for a Lua batch longer
+// than the source's own batch limit, which ends the batch by itself with a
+// result per call, so a long limit is not cut short by the dispatcher's
+// default.
+func TestBatchTimeoutCoversTheSourcesOwn(t *testing.T) {
+	s := openSource(t, runawayScript, func(o *Options) { o.BatchTimeout = 5 * time.Minute })
+	var bt tool.BatchTimeouter = s
+	if got := bt.BatchTimeout(100); got <= 5*time.Minute {
+		t.Fatalf("BatchTimeout = %v, want more than the source's 5m", got)
+	}
+}

@@ -261,6 +261,11 @@ func (s *Source) stopped(cause error, runaway bool) string {
 	}
 }
 
+// BatchTimeout is how long parley waits for a batch: the source's own
+// batch_timeout, which ends the batch by itself, and a margin for its
+// answer (tool.BatchTimeouter).
+func (s *Source) BatchTimeout(int) time.Duration { return s.opts.BatchTimeout + 10*time.Second }
+
 // InvokeBatch runs every call as a coroutine on the source's event loop and
 // returns when all have finished. A call's failure, timeout or cancellation
 // is its own error result; only a closed source fails the batch.
