@@ -17,6 +17,12 @@ const (
 	// ReasonCancelledWhileRunning starts the result of a call stopped after
 	// it started: the model must not take it for a call that never ran.
 	ReasonCancelledWhileRunning = "cancelled while it ran, so it may have taken effect"
+	// ReasonNotExecuted starts the result of a call that never started
+	// (its step was cancelled, or its source failed first).
+	ReasonNotExecuted = "not executed"
+	// ReasonNoResultMayHaveRun ends the result of a call whose source was
+	// lost while the call was in flight.
+	ReasonNoResultMayHaveRun = "the call got no result and may have run"
 	// ReasonStepFailed answers the calls of a step that never started
 	// because another part of the step failed (a tool source).
 	ReasonStepFailed = "not executed: another part of this step failed, so the run stopped"

@@ -225,7 +225,7 @@ func (d *Dispatcher) Run(ctx context.Context, step Step) Outcome {
 	for _, i := range awaiting {
 		c := step.Calls[i]
 		if len(out.Failures) > 0 {
-			results[i] = errorPart(c, "not executed: tool source %q failed", out.Failures[0].Source)
+			results[i] = errorPart(c, "%s: tool source %q failed", chat.ReasonNotExecuted, out.Failures[0].Source)
 			continue
 		}
 		if _, client := dynamic[c.ToolName]; client {
@@ -249,11 +249,11 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return errorPartFor(j.call, "not executed: cancelled: %v", context.Cause(ctx))
+		return errorPartFor(j.call, "%s: cancelled: %v", chat.ReasonNotExecuted, context.Cause(ctx))
 	}
 	if ctx.Err() != nil { // both were ready: do not start what was cancelled
 		<-sem
-		return errorPartFor(j.call, "not executed: cancelled: %v", context.Cause(ctx))
+		return errorPartFor(j.call, "%s: cancelled: %v", chat.ReasonNotExecuted, context.Cause(ctx))
 	}
 	defer func() { <-sem }()
 	res, err := guard(ctx, d.opts.CallTimeout, func(ctx context.Context) (tool.Result, error) {
@@ -306,7 +306,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Par
 		case cancelled:
 			results[j.index] = errorPartFor(j.call, "%s: %v", chat.ReasonCancelledWhileRunning, err)
 		case partial != nil:
-			results[j.index] = errorPartFor(j.call, "%v; the call got no result and may have run", b.err)
+			results[j.index] = errorPartFor(j.call, "%v; %s", b.err, chat.ReasonNoResultMayHaveRun)
 		default:
 			results[j.index] = errorPartFor(j.call, "%v", b.err)
 		}
