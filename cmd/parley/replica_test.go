@@ -34,51 +34,36 @@ const recoveryLimit = 20 * time.Second
 // waiting.
 func TestReplicaKilledMidStep(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.DSN(t)
-	// Its cleanup, which runs after the servers' (registered later), checks
-	// every chat's history once no replica writes.
-	pgtest.Store(t, dsn)
-	fake := llmtest.NewOpenAIChat(t)
-	const answer = "the answer of the replica that took over"
-	fake.Push(
-		llmtest.Turn{Text: "a partial answer the killed worker never finishes", ChunkSize: 4, HoldAfter: 4},
-		llmtest.Turn{Text: answer},
+	const (
+		leaseTTL = 30 * time.Second
+		answer   = "the answer of the replica that took over"
 	)
-	const leaseTTL = 30 * time.Second
-	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, leaseTTL.String()))
-	id := createChatWith(t, a, "tell me")
-	held, other := holder(t, dsn, id, a, b)
-
-	// A subscriber on the other replica sees the holder's deltas: the kill
-	// comes mid-step.
-	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
-	killedMsg := firstPart(t, evs)
-	if err := held.cmd.Process.Kill(); err != nil {
+	m := streamingOnOne(t, leaseTTL.String(), "a partial answer the killed worker never finishes", answer)
+	if err := m.held.cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
 	killed := time.Now()
-	held.wait()
+	m.held.wait()
 
-	msgs, _ := followUntilWaiting(t, evs, leaseTTL/2)
+	msgs, _ := followUntilWaiting(t, m.evs, leaseTTL/2)
 	t.Logf("the chat was finished by the other replica %v after the SIGKILL (lease_ttl %v)", time.Since(killed).Round(time.Millisecond), leaseTTL)
-	for _, m := range msgs {
-		if m.ID == killedMsg {
-			t.Errorf("the killed worker's message %d became durable: %+v", killedMsg, m)
+	for _, msg := range msgs {
+		if msg.ID == m.partialMsgID {
+			t.Errorf("the killed worker's message %d became durable: %+v", m.partialMsgID, msg)
 		}
 	}
 	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
 		t.Errorf("messages on the stream after the kill: %+v", msgs)
 	}
-	checkFinished(t, other, a.token, id, "tell me", answer)
-	if n := len(fake.Requests()); n != 2 {
+	checkFinished(t, m.other, m.a.token, m.id, "tell me", answer)
+	if n := len(m.fake.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2", n)
 	}
-	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker's database session ended") {
-		t.Errorf("the other replica did not log the recovery by the dead worker's session\nstderr:\n%s", other.stderr)
+	if !strings.Contains(m.other.stderr.String(), "recovered a chat whose worker's database session ended") {
+		t.Errorf("the other replica did not log the recovery by the dead worker's session\nstderr:\n%s", m.other.stderr)
 	}
-	if code := other.stop(); code != 0 {
-		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.stderr)
+	if code := m.other.stop(); code != 0 {
+		t.Errorf("the other replica exited %d\nstderr:\n%s", code, m.other.stderr)
 	}
 }
 
@@ -87,24 +72,12 @@ func TestReplicaKilledMidStep(t *testing.T) {
 // replica finishes it at once, long before the lease would have expired.
 func TestReplicaSIGTERMHandsChatBack(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.DSN(t)
-	// Its cleanup, which runs after the servers' (registered later), checks
-	// every chat's history once no replica writes.
-	pgtest.Store(t, dsn)
-	fake := llmtest.NewOpenAIChat(t)
-	const answer = "the answer of the replica that stays"
-	fake.Push(
-		llmtest.Turn{Text: "a partial answer cut short by the shutdown", ChunkSize: 4, HoldAfter: 4},
-		llmtest.Turn{Text: answer},
+	const (
+		leaseTTL = 30 * time.Second
+		answer   = "the answer of the replica that stays"
 	)
-	const leaseTTL = 30 * time.Second
-	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, leaseTTL.String()))
-	id := createChatWith(t, a, "tell me")
-	held, other := holder(t, dsn, id, a, b)
-
-	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
-	firstPart(t, evs)
+	m := streamingOnOne(t, leaseTTL.String(), "a partial answer cut short by the shutdown", answer)
+	held, other, evs, a, id := m.held, m.other, m.evs, m.a, m.id
 	stopped := time.Now()
 	if code := held.stop(); code != 0 {
 		t.Fatalf("the holder exited %d after SIGTERM\nstderr:\n%s", code, held.stderr)
@@ -126,6 +99,44 @@ func TestReplicaSIGTERMHandsChatBack(t *testing.T) {
 	if code := other.stop(); code != 0 {
 		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.stderr)
 	}
+}
+
+// midAnswer is a chat whose answer one of two replicas is streaming: the
+// fake model holds that answer after a few deltas, and answers the next
+// request with answer.
+type midAnswer struct {
+	fake         *llmtest.OpenAIChat
+	a            *replica // the replica that printed the admin token
+	held, other  *replica // the one whose worker holds the chat, and the other
+	id           string
+	evs          <-chan sseEvent // the chat's stream, on the other replica
+	partialMsgID int64           // the message the held answer streams into
+	dsn          string          // the replicas' database
+}
+
+// streamingOnOne starts two replicas with the given lease on a fresh
+// schema (its history check runs once they have stopped), creates a chat
+// and returns once the holder's first delta reached the other replica's
+// stream of it.
+func streamingOnOne(t *testing.T, leaseTTL, partial, answer string) *midAnswer {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	// Its cleanup, which runs after the servers' (registered later), checks
+	// every chat's history once no replica writes.
+	pgtest.Store(t, dsn)
+	m := &midAnswer{fake: llmtest.NewOpenAIChat(t), dsn: dsn}
+	m.fake.Push(
+		llmtest.Turn{Text: partial, ChunkSize: 4, HoldAfter: 4},
+		llmtest.Turn{Text: answer},
+	)
+	dir := t.TempDir()
+	var b *replica
+	m.a, b = startReplicas(t, dir, dsn, replicaConfig(t, dir, m.fake.URL, leaseTTL))
+	m.id = createChatWith(t, m.a, "tell me")
+	m.held, m.other = holder(t, dsn, m.id, m.a, b)
+	m.evs = chatEvents(t, m.other.url+"/api/v1/chats/"+m.id+"/stream", m.a.token)
+	m.partialMsgID = firstPart(t, m.evs)
+	return m
 }
 
 // fakeKeyEnv names the variable the fake model's API key is read from.
@@ -396,20 +407,9 @@ func msgText(m chat.Message) string {
 // again, the hung worker writes nothing: its lease is gone.
 func TestReplicaHungIsRecoveredByItsLease(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.DSN(t)
-	pgtest.Store(t, dsn)
-	fake := llmtest.NewOpenAIChat(t)
 	const answer = "the answer of the replica that did not hang"
-	fake.Push(
-		llmtest.Turn{Text: "a partial answer of the hung worker", ChunkSize: 4, HoldAfter: 4},
-		llmtest.Turn{Text: answer},
-	)
-	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, "2s"))
-	id := createChatWith(t, a, "tell me")
-	held, other := holder(t, dsn, id, a, b)
-	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
-	firstPart(t, evs)
+	m := streamingOnOne(t, "2s", "a partial answer of the hung worker", answer)
+	held, other, evs, a, id := m.held, m.other, m.evs, m.a, m.id
 	if err := held.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP: %v", err)
 	}
@@ -439,25 +439,16 @@ func TestReplicaHungIsRecoveredByItsLease(t *testing.T) {
 // the worker holds its liveness again on a new session.
 func TestReplicaWhoseSessionIsCutStopsItsChat(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.DSN(t)
-	pgtest.Store(t, dsn)
-	fake := llmtest.NewOpenAIChat(t)
-	const answer = "the answer after the session was cut"
-	fake.Push(
-		llmtest.Turn{Text: "a partial answer of the cut worker", ChunkSize: 4, HoldAfter: 4},
-		llmtest.Turn{Text: answer},
+	const (
+		leaseTTL = 30 * time.Second
+		answer   = "the answer after the session was cut"
 	)
-	const leaseTTL = 30 * time.Second
-	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, replicaConfig(t, dir, fake.URL, leaseTTL.String()))
-	id := createChatWith(t, a, "tell me")
-	held, other := holder(t, dsn, id, a, b)
-	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream", a.token)
-	firstPart(t, evs)
+	m := streamingOnOne(t, leaseTTL.String(), "a partial answer of the cut worker", answer)
+	held, other, evs, a, id, fake := m.held, m.other, m.evs, m.a, m.id, m.fake
 
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(ctx, m.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
