@@ -262,3 +262,38 @@ func TestUndecidedApprovalsWaitAgainWhenTheirWorkerDies(t *testing.T) {
 		t.Fatalf("result %s after %d runs, want 3 after one", r.Output, calls.Load())
 	}
 }
+
+// TestToolThatKillsItsWorkersEndsTheChat: a tool that never returns, on
+// workers whose leases expire while it runs (each worker seems to die in
+// it), is tried again by each next worker only until Config.MaxRecoveries:
+// then the chat ends in error (worker_died), and retry is the way on.
+// The answer written before the tool runs does not count as a finished
+// step.
+func TestToolThatKillsItsWorkersEndsTheChat(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config) {
+		c.LeaseTTL, c.Heartbeat, c.MaxRecoveries = 200*time.Millisecond, time.Hour, 2
+	})
+	for range 5 {
+		h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "stuck", Args: `{}`}}})
+	}
+	var runs atomic.Int64
+	reg := tools.NewRegistry(nil)
+	stuck := tool.Func(tool.Decl{Name: "stuck", Description: "never returns"},
+		func(ctx context.Context, c tool.Call) (tool.Result, error) {
+			runs.Add(1)
+			<-ctx.Done()
+			return tool.Result{}, ctx.Err()
+		})
+	if err := reg.AddTool(stuck); err != nil {
+		t.Fatal(err)
+	}
+	h.start(tools.NewDispatcher(reg, tools.Options{}, nil))
+	c := h.create("go")
+	got := h.waitStatus(c.ID, chat.Error)
+	if got.LastError == nil || got.LastError.Kind != "worker_died" {
+		t.Fatalf("last_error %+v, want worker_died", got.LastError)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2 (MaxRecoveries)", n)
+	}
+}

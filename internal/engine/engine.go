@@ -182,9 +182,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if lv, ok := e.st.(liveness); ok {
 		// Held until the runs are all let go, after the loop below.
 		held, release := context.WithCancel(context.WithoutCancel(ctx))
-		defer release()
-		go e.holdLiveness(held, runs, lv)
-		go e.recoverDeadWorkers(ctx, lv)
+		var live sync.WaitGroup
+		live.Go(func() { e.holdLiveness(held, runs, lv) })
+		live.Go(func() { e.recoverDeadWorkers(ctx, lv) })
+		defer func() { release(); live.Wait() }() // nothing of it outlives Run
 	} else {
 		e.setAlive(runs, e.cfg.WorkerID)
 	}

@@ -506,3 +506,30 @@ func TestRequiresActionStatusCarriesTheAction(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsAreAnnouncedAsStored: a client call whose id holds U+0000 (which
+// no store keeps, and which a client may not send back) is announced with
+// the id it is stored with, so the client can answer it.
+func TestCallsAreAnnouncedAsStored(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c\x001", Name: "ask", Args: `{}`}}})
+	c := h.create("ask me", chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	evs := h.subscribe(c.ID)
+	h.start(nil)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Kind != events.KindActionRequired {
+				continue
+			}
+			stored := h.history(c.ID)[1].Parts[0].ToolCallID
+			if len(ev.ToolCalls) != 1 || ev.ToolCalls[0].ToolCallID != stored || stored != "c\uFFFD1" {
+				t.Fatalf("announced %+v, stored id %q; want the stored id c\\uFFFD1 announced", ev.ToolCalls, stored)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no action_required event")
+		}
+	}
+}

@@ -550,8 +550,8 @@ func TestFailedEndKeepsTheAnswer(t *testing.T) {
 // TestWhatModelsAndToolsProduceIsStored: a model that writes U+0000 and a
 // call whose arguments nest deeper than any store keeps, then a tool whose
 // output holds U+0000: the run goes on, the text is stored with U+FFFD in
-// place of U+0000, and the over-deep call is answered as invalid arguments
-// without running.
+// place of U+0000, the tool runs with the arguments as stored, and the
+// over-deep call is answered as invalid arguments without running.
 func TestWhatModelsAndToolsProduceIsStored(t *testing.T) {
 	h := newHarness(t)
 	deep := strings.Repeat(`{"a":`, 1100) + "1" + strings.Repeat("}", 1100)
@@ -566,7 +566,7 @@ func TestWhatModelsAndToolsProduceIsStored(t *testing.T) {
 			runs.Add(1)
 			var in struct{ S string }
 			_ = json.Unmarshal(c.Args, &in)
-			return tool.Text("got " + in.S), nil
+			return tool.Text("got " + in.S + "\x00"), nil
 		})
 	if err := reg.AddTool(echo); err != nil {
 		t.Fatal(err)
@@ -584,7 +584,9 @@ func TestWhatModelsAndToolsProduceIsStored(t *testing.T) {
 	if r := resultOf(t, msgs, "c1"); !r.IsError || !strings.Contains(string(r.Output), "nested deeper than") {
 		t.Fatalf("the over-deep call's result: %s", r.Output)
 	}
-	if r := resultOf(t, msgs, "c2"); r.IsError || string(r.Output) != `"got x\ufffdy"` {
+	// The tool ran with the arguments as stored (U+FFFD in place of the
+	// model's U+0000), and its own U+0000 was replaced.
+	if r := resultOf(t, msgs, "c2"); r.IsError || string(r.Output) != "\"got x\uFFFDy\\ufffd\"" {
 		t.Fatalf("the tool's output %s, want U+0000 replaced", r.Output)
 	}
 	if runs.Load() != 1 {
@@ -641,5 +643,52 @@ func TestHungDatabaseBoundsEveryWriteAndShutdown(t *testing.T) {
 	h.start(nil) // the database answers again
 	for _, c := range chats {
 		h.waitStatus(c.ID, chat.Waiting)
+	}
+}
+
+// unreachedThenRecovered fails the first transaction with
+// store.ErrUnavailable before it runs anything, and meanwhile hands the
+// chat back to pending as a recovery would (its lease generation kept).
+type unreachedThenRecovered struct {
+	store.Store
+	chatID string
+	once   sync.Once
+}
+
+func (s *unreachedThenRecovered) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.InTx(ctx, fn)
+	}
+	if err := s.Store.InTx(ctx, func(tx store.Tx) error {
+		_, err := tx.TransitionChat(ctx, s.chatID, store.Transition{From: chat.Running, To: chat.Pending})
+		return err
+	}); err != nil {
+		return err
+	}
+	return fmt.Errorf("injected: connection refused: %w", store.ErrUnavailable)
+}
+
+// TestUnreachedWriteIsNotTakenForCommitted: a write that failed before it
+// ran anything cannot have committed, even when the chat is meanwhile in a
+// status that write would have left it in: the run does not take it for
+// done (nor panic on the notice it never made), and its fence then finds
+// the chat gone.
+func TestUnreachedWriteIsNotTakenForCommitted(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "answered by the next run"})
+	c := h.create("hello")
+	if err := h.st.InTx(context.Background(), func(tx store.Tx) error { return tx.SetInterruptRequested(context.Background(), c.ID, true) }); err != nil {
+		t.Fatal(err)
+	}
+	h.startOn(&unreachedThenRecovered{Store: h.st, chatID: c.ID}, h.ps, h.models(), nil)
+	h.waitLog("lease lost")
+	h.logs.mu.Lock()
+	defer h.logs.mu.Unlock()
+	for _, r := range h.logs.recs {
+		if strings.Contains(r, "panicked") || strings.Contains(r, "commit was not confirmed") {
+			t.Fatalf("the run took a write that never ran for committed: %s", r)
+		}
 	}
 }

@@ -74,6 +74,9 @@ func (e *Engine) holdLiveness(ctx, runs context.Context, lv liveness) {
 		if ctx.Err() != nil {
 			return
 		}
+		// The database may be what was lost, for every worker: recoveries
+		// now are not counted against the chats (outage).
+		e.lastOutage.Store(time.Now().UnixNano())
 		e.log.Warn("hold the worker's liveness; trying again", "worker", id, "err", err, "pause", pause)
 		select {
 		case <-ctx.Done():
@@ -85,9 +88,11 @@ func (e *Engine) holdLiveness(ctx, runs context.Context, lv liveness) {
 }
 
 // livenessCheck is how often the engine looks for workers that died; a
-// worker is recovered when two checks in a row found it without liveness,
-// so one that lost its session has stopped its runs by then (its own
-// check of the session is more frequent).
+// worker is recovered when two checks in a row found it without liveness.
+// A worker whose session PostgreSQL ended has usually stopped its runs by
+// then (it checks its session more often), but not always (a session that
+// stops answering takes it longer to notice): then its writes are refused
+// by their fence, as for any lost lease.
 const livenessCheck = 500 * time.Millisecond
 
 // recoverDeadWorkers recovers, until ctx ends, the chats of workers whose

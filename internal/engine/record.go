@@ -27,6 +27,11 @@ type outcome struct {
 	// or calls a person approved (approved).
 	run      []chat.ToolCall
 	approved bool
+	// stepDone says the outcome ends a step (the results of its calls):
+	// recorded, it ends the count of the chat's lease recoveries in a row.
+	// The answer written before its calls run does not: a tool that kills
+	// its workers must still reach Config.MaxRecoveries.
+	stepDone bool
 	// awaiting are calls left for a client or a person (requires_action).
 	awaiting []chat.ToolCall
 	// failure ends the run in error; every call still open is then
@@ -118,9 +123,15 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		// the chat runs again once the database answers.
 		return false, err
 	}
+	// The calls of an outcome not written yet have not run (o.run); the
+	// others may have.
+	open := chat.ReasonUnknownOutcome
+	if len(o.run) > 0 {
+		open = chat.ReasonNotExecuted + ": the run stopped before this call started"
+	}
 	if end != endFailed {
 		keep := outcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
-			Message: "could not record the step: " + err.Error() + "; retry to continue"}, open: chat.ReasonUnknownOutcome}
+			Message: "could not record the step: " + err.Error() + "; retry to continue"}, open: open}
 		if err = r.recordAs(endFailed, keep); err == nil || errors.Is(err, store.ErrLeaseLost) {
 			return false, err
 		}
@@ -130,10 +141,14 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 	if o.answer != nil || o.tool != nil {
 		err = r.recordAs(endFailed, outcome{failure: o.failure, open: chat.ReasonUnknownOutcome})
 	}
-	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return false, err
+	}
+	if err != nil {
+		// Nothing more to try: the lease expires, and the chat runs again.
 		r.log.Error("record the run's failure", "failure", o.failure.Message, "err", err)
 	}
-	return false, err
+	return false, nil
 }
 
 // recordAs writes o with the given end.
@@ -170,8 +185,13 @@ func (r *run) recordAs(end end, o outcome) error {
 		t := store.Transition{From: chat.Running, To: chat.Running, AddUsage: usage}
 		switch end {
 		case goOn:
-			if usage == (chat.Usage{}) && r.chat.LeaseRecoveries == 0 {
-				return nil // a step of a run without recoveries to forget: the messages are all
+			if !o.stepDone || r.chat.LeaseRecoveries == 0 {
+				// The chat's row changes only for the usage; the count of
+				// recoveries stays until a step is done.
+				if usage == (chat.Usage{}) {
+					return nil
+				}
+				return tx.AddUsage(ctx, r.chat.ID, usage)
 			}
 		case endIdle, endInterrupted:
 			if end == endInterrupted {

@@ -61,7 +61,9 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 	defer cancel(nil)
 	r := &run{e: e, cancel: cancel, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
 
-	go r.watch(ctx, cancel, ctl)
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.watch(ctx, cancel, ctl) }()
+	defer func() { cancel(nil); <-watched }() // no renewal outlives the run
 
 	// A panic (a provider SDK's, parley's own) ends this chat in error, not
 	// the process: another replica would recover the chat and panic too.
@@ -84,8 +86,8 @@ func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ct
 			r.log.Error("the database is unavailable; letting go of the chat until its lease expires", "err", err)
 			return
 		}
-		// Only a read can fail here (a record that fails ends the run in
-		// error by itself): the run ends in error, and retry continues it.
+		// A read failed (a record that fails ends the run by itself and
+		// returns no error): the run ends in error, and retry continues it.
 		r.log.Error("run failed", "err", err)
 		r.record(context.WithoutCancel(ctx), failed("internal", err.Error()))
 	}
@@ -187,7 +189,7 @@ func (r *run) write(first int64, to []chat.Status, fn func(ctx context.Context, 
 	ctx := context.Background()
 	var (
 		notice   *events.Notice // what the last attempt recorded
-		doubtful bool           // the last attempt may have committed
+		doubtful bool           // the last attempt ran fn, then failed: it may have committed
 	)
 	return r.e.untilAvailable(ctx, r.log, func(ctx context.Context) error {
 		if doubtful {
@@ -201,14 +203,19 @@ func (r *run) write(first int64, to []chat.Status, fn func(ctx context.Context, 
 				return nil
 			}
 		}
+		ran := false
 		err := events.Commit(ctx, r.e.st.InTx, r.e.ps, r.e.log, func(tx store.Tx, n *events.Notice) error {
-			notice = n
 			if err := tx.Fence(ctx, r.lease); err != nil {
 				return err
 			}
-			return fn(ctx, tx, n)
+			if err := fn(ctx, tx, n); err != nil {
+				return err
+			}
+			notice, ran = n, true
+			return nil
 		})
-		doubtful = errors.Is(err, store.ErrUnavailable)
+		// Only an attempt whose fn ran to its end can have committed.
+		doubtful = ran && errors.Is(err, store.ErrUnavailable)
 		return err
 	})
 }

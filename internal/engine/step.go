@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/jsonscan"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
@@ -59,12 +61,6 @@ func ptr[T any](v T) *T { return &v }
 // only a client runs, and calls waiting for a person's decision, which
 // nobody gave; the chat waits for them as the step would have.
 func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
-	if r.chat.InterruptRequested {
-		// The interrupt arrived while no step ran (the worker that was asked
-		// died): there is nothing to stop, so answer the queued messages.
-		r.cancel(errInterrupted)
-		return &outcome{}, llm.Model{}, nil
-	}
 	if n := r.chat.LeaseRecoveries; n >= r.e.cfg.MaxRecoveries {
 		return ptr(failed("worker_died", fmt.Sprintf(
 			"the workers running this chat stopped %d times in a row before finishing a step; retry to run it again", n))), llm.Model{}, nil
@@ -101,6 +97,18 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 		default:
 			open = append(open, c)
 		}
+	}
+	if r.chat.InterruptRequested {
+		// The interrupt arrived while no step ran (the worker that was
+		// asked died): there is nothing to stop. The calls that may have
+		// run (open: approved ones marked started among them) say so; the
+		// others are cancelled, and the queued messages answered.
+		r.cancel(errInterrupted)
+		o := &outcome{}
+		if len(open) > 0 {
+			o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, chat.ReasonUnknownOutcome)}
+		}
+		return o, model, nil
 	}
 	if len(open) == 0 && len(approved) == 0 && len(unseen) == 0 {
 		return nil, model, nil
@@ -163,12 +171,32 @@ func (r *run) step(ctx context.Context, model llm.Model, step int) (*outcome, er
 	case callErr != nil:
 		return &outcome{failure: modelError(callErr), open: chat.ReasonUnknownOutcome}, nil
 	}
-	r.uniqueCallIDs(res.Parts)
 	answer := &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
+	// The calls run, and are announced, as they are stored: storable, with
+	// ids of their own. Only arguments too deep to store keep the model's,
+	// for the dispatcher to refuse the call.
+	tooDeep := map[int]json.RawMessage{}
+	for i, p := range answer.Parts {
+		if p.Type == chat.PartToolCall && jsonscan.Depth(p.Args) > chat.MaxStoredDepth {
+			tooDeep[i] = p.Args
+		}
+	}
+	chat.MakeStorable(answer)
+	r.uniqueCallIDs(answer.Parts)
+	var calls []chat.ToolCall
+	for i, p := range answer.Parts {
+		if p.Type == chat.PartToolCall {
+			args := p.Args
+			if deep, ok := tooDeep[i]; ok {
+				args = deep
+			}
+			calls = append(calls, chat.ToolCall{ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: args})
+		}
+	}
 	// The calls are recorded before they run: if this worker dies
 	// meanwhile, the next one answers them instead of losing them.
-	return &outcome{answer: answer, run: chat.CallsOf(*answer)}, nil
+	return &outcome{answer: answer, run: calls}, nil
 }
 
 // uniqueCallIDs gives each tool call of an answer's parts an id no other
@@ -219,9 +247,15 @@ func (r *run) runTools(ctx context.Context, o outcome) outcome {
 			r.steps.progress(callsBy, c, p)
 		}
 	}
-	out := r.e.tools.Run(ctx, step)
+	var out tools.Outcome
+	if ctx.Err() != nil {
+		// Stopped while the calls were recorded: none starts now.
+		out.Results = chat.SyntheticResults(o.run, chat.ReasonNotExecuted+": the run was stopped")
+	} else {
+		out = r.e.tools.Run(ctx, step)
+	}
 	over.Store(true)
-	next := outcome{awaiting: out.Awaiting}
+	next := outcome{awaiting: out.Awaiting, stepDone: true}
 	if len(out.Results) > 0 {
 		next.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 	}

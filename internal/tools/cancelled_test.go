@@ -29,3 +29,25 @@ func TestCancelledStepStartsNoTool(t *testing.T) {
 		t.Fatalf("a cancelled step started the tool %d times", n)
 	}
 }
+
+// TestCancelledStepStartsNoBatch: the same for a source: a step cancelled
+// before its batch starts sends the source nothing, and its calls say they
+// were not executed (not that they were cut while they ran).
+func TestCancelledStepStartsNoBatch(t *testing.T) {
+	src := newFakeSource("src", "lookup")
+	d := NewDispatcher(newRegistry(t, nil, src), Options{}, discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := d.Run(ctx, Step{Calls: []chat.ToolCall{call("c1", "lookup", 1), call("c2", "lookup", 2)}})
+	if len(out.Results) != 2 || len(out.Failures) != 0 {
+		t.Fatalf("results %+v, failures %v", out.Results, out.Failures)
+	}
+	for _, r := range out.Results {
+		if msg := errorText(t, r); !strings.HasPrefix(msg, "not executed: cancelled") {
+			t.Fatalf("result %q, want not executed", msg)
+		}
+	}
+	if got := src.recorded(); len(got) != 0 {
+		t.Fatalf("the source got batches %v from a cancelled step", got)
+	}
+}

@@ -274,6 +274,12 @@ func (d *Dispatcher) runSingle(ctx context.Context, sem chan struct{}, j job) *c
 // those a *tool.PartialError has results of, and is recorded in b.err. A
 // cancelled step is no failure of the source.
 func (d *Dispatcher) runBatch(ctx context.Context, b *batch, results []*chat.Part) {
+	if ctx.Err() != nil { // cancelled before it started: nothing of it ran
+		for _, j := range b.jobs {
+			results[j.index] = errorPartFor(j.call, "%s: cancelled: %v", chat.ReasonNotExecuted, context.Cause(ctx))
+		}
+		return
+	}
 	calls := make([]tool.Call, len(b.jobs))
 	for i, j := range b.jobs {
 		calls[i] = j.call

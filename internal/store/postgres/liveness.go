@@ -29,11 +29,14 @@ var heldLiveness = `EXISTS (SELECT 1 FROM pg_locks l
 	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + fmt.Sprintf(livenessKey, "c.worker_id") + `)`
 
-// livenessPing is how often the held session is checked; a session found
-// lost is reported within about this long plus livenessTimeout.
+// livenessPing is how often the held session is checked; a session that
+// PostgreSQL ended (the connection closed) is reported within about this
+// long, one that stopped answering within livenessTimeout more. The
+// timeout is not shorter: a ping slowed by a busy machine would stop every
+// run of the worker.
 const (
 	livenessPing    = 200 * time.Millisecond
-	livenessTimeout = time.Second
+	livenessTimeout = 2 * time.Second
 )
 
 // HoldLiveness holds workerID's liveness on a session of its own: it
