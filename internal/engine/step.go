@@ -77,6 +77,10 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	if len(history) == 0 {
 		return ptr(failed("internal", "the chat has no message to answer")), model, nil
 	}
+	unresolved := chat.UnresolvedCalls(history)
+	if len(unresolved) == 0 && !r.chat.InterruptRequested {
+		return nil, model, nil // the common case: nothing left open
+	}
 	approved, _ := chat.ApprovedCalls(history)
 	needsApproval := map[string]bool{}
 	for _, d := range r.e.tools.Decls(ctx) {
@@ -84,7 +88,7 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	}
 	decided := chat.Decisions(history)
 	var open, unseen []chat.ToolCall
-	for _, c := range chat.UnresolvedCalls(history) {
+	for _, c := range unresolved {
 		_, hasDecision := decided[c.ToolCallID]
 		switch {
 		case slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID }):

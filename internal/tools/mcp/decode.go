@@ -74,6 +74,9 @@ func newResponses() *responses {
 // tools/call is awaited, and no longer once the call is cancelled (the SDK
 // gives a call up by cancelling it).
 func (r *responses) sent(data []byte) {
+	if !bytes.Contains(data, []byte("tools/call")) && !bytes.Contains(data, []byte("notifications/cancelled")) {
+		return // neither a call nor its cancellation: not worth decoding
+	}
 	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data))
 	req, ok := msg.(*jsonrpc.Request)
 	if err != nil || !ok {
