@@ -20,14 +20,18 @@ import (
 // livenessKey is the advisory lock key of a worker id, in SQL.
 const livenessKey = `hashtextextended(%s, 0)`
 
-// heldLiveness is the condition, in SQL, that the worker of the row c holds
-// its liveness lock: a granted session-level advisory lock on the 64-bit
-// key (pg_locks shows its high half in classid, its low half in objid, and
-// objsubid 1), in the current database.
-var heldLiveness = `EXISTS (SELECT 1 FROM pg_locks l
+// heldKeys is a CTE of the keys of the granted session-level advisory locks
+// in the current database (pg_locks shows a 64-bit key's high half in
+// classid, its low half in objid, and objsubid 1). It is materialized: read
+// once per statement, since each read of pg_locks takes the lock manager's
+// locks, and only when a running chat's worker is looked up.
+const heldKeys = `held AS MATERIALIZED (SELECT (l.classid::bigint << 32) | l.objid::bigint AS key FROM pg_locks l
 	WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-	AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + fmt.Sprintf(livenessKey, "c.worker_id") + `)`
+	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
+// heldLiveness is the condition, in SQL, that the worker of the row c holds
+// its liveness lock (with heldKeys).
+var heldLiveness = `EXISTS (SELECT 1 FROM held WHERE held.key = ` + fmt.Sprintf(livenessKey, "c.worker_id") + `)`
 
 // livenessPing is how often the held session is checked; a session that
 // PostgreSQL ended (the connection closed) is reported within about this
@@ -81,8 +85,9 @@ func (s *Store) HoldLiveness(ctx context.Context, workerID string, held func()) 
 // lock: their process died (or, for a worker of a build without liveness,
 // never took one).
 func (r reader) DeadWorkers(ctx context.Context) ([]string, error) {
-	rows, err := r.q.Query(ctx, `SELECT DISTINCT c.worker_id FROM chats c
-		WHERE c.status = 'running' AND c.worker_id <> '' AND NOT `+heldLiveness)
+	rows, err := r.q.Query(ctx, `WITH `+heldKeys+`,
+		c AS (SELECT DISTINCT worker_id FROM chats WHERE status = 'running' AND worker_id <> '')
+		SELECT c.worker_id FROM c WHERE NOT `+heldLiveness)
 	if err != nil {
 		return nil, fmt.Errorf("dead workers: %w", err)
 	}
@@ -98,7 +103,8 @@ func (r reader) DeadWorkers(ctx context.Context) ([]string, error) {
 // no liveness lock, and returns their ids. count says whether the recovery
 // counts against the chats (see RecoverExpiredLeases).
 func (s *Store) RecoverWorkers(ctx context.Context, workers []string, count bool) ([]string, error) {
-	rows, err := s.q.Query(ctx, `UPDATE chats
+	rows, err := s.q.Query(ctx, `WITH `+heldKeys+`
+		UPDATE chats
 		SET status = `+recoverTo+`, worker_id = '', lease_expires_at = NULL,
 			lease_recoveries = lease_recoveries + CASE WHEN $2::boolean THEN 1 ELSE 0 END,
 			version = version + 1, updated_at = now()
