@@ -293,7 +293,9 @@ func TestToolThatKillsItsWorkersEndsTheChat(t *testing.T) {
 	if got.LastError == nil || got.LastError.Kind != "worker_died" {
 		t.Fatalf("last_error %+v, want worker_died", got.LastError)
 	}
-	if n := runs.Load(); n != 2 {
-		t.Fatalf("the tool ran %d times, want 2 (MaxRecoveries)", n)
+	// Once per worker that reached it: at most MaxRecoveries (fewer when a
+	// slow machine lets a lease expire during a model call).
+	if n := runs.Load(); n < 1 || n > 2 {
+		t.Fatalf("the tool ran %d times, want 1 or 2 (MaxRecoveries 2)", n)
 	}
 }
