@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func hold(t *testing.T, s *postgres.Store, worker string) *holder {
 func runningFor(t *testing.T, s store.Store, worker string) chat.Chat {
 	t.Helper()
 	inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), "alice"); return err })
-	c := chat.Chat{ID: "chat-" + worker, Owner: "alice", Model: "m", Status: chat.Pending}
+	c := chat.Chat{ID: "chat-of-the-worker", Owner: "alice", Model: "m", Status: chat.Pending}
 	inTx(t, s, func(tx store.Tx) error { return tx.InsertChat(t.Context(), &c) })
 	cs, _, err := s.AcquireChats(t.Context(), worker, time.Hour, 1)
 	if err != nil || len(cs) != 1 {
@@ -56,19 +57,33 @@ func runningFor(t *testing.T, s store.Store, worker string) chat.Chat {
 // recovered at once (the lease, an hour long, has not expired).
 func TestLivenessOfADeadWorker(t *testing.T) {
 	s := openMigrated(t)
-	c := runningFor(t, s, "w1")
-	h := hold(t, s, "w1")
+	// Advisory locks are the database's, shared by every test's schema: the
+	// worker id is this test's own.
+	w := "w1-" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c := runningFor(t, s, w)
+	h := hold(t, s, w)
 	if dead, err := s.DeadWorkers(t.Context()); err != nil || len(dead) != 0 {
-		t.Fatalf("dead workers while w1 holds its liveness: %v, %v", dead, err)
+		t.Fatalf("dead workers while %s holds its liveness: %v, %v", w, dead, err)
 	}
-	if ids, err := s.RecoverWorkers(t.Context(), []string{"w1"}, true); err != nil || len(ids) != 0 {
-		t.Fatalf("recovered %v (%v) while w1 lives", ids, err)
+	if ids, err := s.RecoverWorkers(t.Context(), []string{w}, true); err != nil || len(ids) != 0 {
+		t.Fatalf("recovered %v (%v) while %s lives", ids, err, w)
 	}
 	h.stop() // the process ends: its session with it
 	<-h.done
-	dead, err := s.DeadWorkers(t.Context())
-	if err != nil || !slices.Equal(dead, []string{"w1"}) {
-		t.Fatalf("dead workers after w1's session ended: %v, %v", dead, err)
+	// The server ends the session (and frees the lock) a moment after the
+	// connection closed.
+	var dead []string
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if dead, err = s.DeadWorkers(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) > 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if !slices.Equal(dead, []string{w}) {
+		t.Fatalf("dead workers after %s's session ended: %v", w, dead)
 	}
 	ids, err := s.RecoverWorkers(t.Context(), dead, true)
 	if err != nil || !slices.Equal(ids, []string{c.ID}) {
@@ -85,13 +100,14 @@ func TestLivenessOfADeadWorker(t *testing.T) {
 // at once, so the worker stops its runs.
 func TestLivenessSessionCutIsNoticed(t *testing.T) {
 	s := openMigrated(t)
-	h := hold(t, s, "w2")
+	w := "w2-" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	h := hold(t, s, w)
 	var cut int
 	err := s.Pool().QueryRow(t.Context(), `SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l
 		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-		AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('w2', 0)`).Scan(&cut)
+		AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)`, w).Scan(&cut)
 	if err != nil || cut != 1 {
-		t.Fatalf("terminate w2's liveness session: %d, %v", cut, err)
+		t.Fatalf("terminate %s's liveness session: %d, %v", w, cut, err)
 	}
 	select {
 	case <-h.done:
