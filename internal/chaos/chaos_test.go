@@ -75,7 +75,7 @@ func TestChaos(t *testing.T) {
 		building <- built{bin, err}
 	}()
 	pg := startPostgres(t, pgBin)
-	mcpURL := startEverything(t, mcpBin)
+	mcpURL := mcptest.StartEverythingHTTP(t, mcpBin) // one server the three replicas share
 	rec := newRecorder(t)
 	cfg := writeConfig(t, dir, rec.url, mcpURL)
 	b := <-building

@@ -233,47 +233,6 @@ func (r *recorder) counts() (map[string]int, map[string][]string) {
 	return n, by
 }
 
-// startEverything runs the MCP reference server over streamable HTTP, one
-// process the three replicas share (it is stateless for the echo tool), and
-// returns its URL.
-func startEverything(t *testing.T, bin string) string {
-	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	listening, ended := make(chan struct{}), make(chan string, 1)
-	go func() {
-		var said strings.Builder
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			said.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				io.Copy(io.Discard, out)
-				return
-			}
-		}
-		ended <- said.String()
-	}()
-	select {
-	case <-listening:
-	case said := <-ended:
-		t.Fatalf("mcp-server-everything ended before it listened:\n%s", said)
-	case <-time.After(startLimit):
-		t.Fatal("mcp-server-everything did not say it listens in time")
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-}
-
 // writeConfig writes the replicas' configuration into dir: the echo model,
 // short leases, the Lua tools of luaTools (record and guarded_record, the
 // latter always waiting for approval), http_fetch allowed to reach the

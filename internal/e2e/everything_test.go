@@ -5,12 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,42 +30,7 @@ func TestEverythingOverStdio(t *testing.T) {
 
 func TestEverythingOverHTTP(t *testing.T) {
 	bin := mcptest.Everything(t)
-	port := freePort(t)
-	cmd := exec.Command(bin, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	// Node can take many seconds to start on a loaded machine: wait for the
-	// server to say it listens (or to exit) rather than for a fixed time.
-	listening, ended := make(chan struct{}), make(chan string, 1)
-	go func() {
-		var said strings.Builder
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			said.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "listening on port") {
-				close(listening)
-				_, _ = io.Copy(io.Discard, out)
-				return
-			}
-		}
-		ended <- said.String()
-	}()
-	select {
-	case <-listening:
-	case said := <-ended:
-		t.Fatalf("server-everything ended before it listened:\n%s", said)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("server-everything did not say it listens within 2 minutes")
-	}
-	runEverything(t, mcp.Config{Name: "everything", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)})
+	runEverything(t, mcp.Config{Name: "everything", URL: mcptest.StartEverythingHTTP(t, bin)})
 }
 
 func runEverything(t *testing.T, cfg mcp.Config) {
@@ -259,12 +220,3 @@ func (cs *chatStream) until(t *testing.T, want chat.Status) func(func(sseEvent) 
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
