@@ -219,4 +219,3 @@ func (cs *chatStream) until(t *testing.T, want chat.Status) func(func(sseEvent) 
 		}
 	}
 }
-
