@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -114,9 +113,6 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 		}
 		return o, model, nil
 	}
-	if len(open) == 0 && len(approved) == 0 && len(unseen) == 0 {
-		return nil, model, nil
-	}
 	o := &outcome{run: append(approved, unseen...), approved: len(approved) > 0}
 	if len(open) > 0 || len(approved) > 0 {
 		// One tool message: the results of the calls left open, then the
@@ -180,22 +176,13 @@ func (r *run) step(ctx context.Context, model llm.Model, step int) (*outcome, er
 	// The calls run, and are announced, as they are stored: storable, with
 	// ids of their own. Only arguments too deep to store keep the model's,
 	// for the dispatcher to refuse the call.
-	tooDeep := map[int]json.RawMessage{}
-	for i, p := range answer.Parts {
-		if p.Type == chat.PartToolCall && jsonscan.Depth(p.Args) > chat.MaxStoredDepth {
-			tooDeep[i] = p.Args
-		}
-	}
+	asked := chat.CallsOf(*answer)
 	chat.MakeStorable(answer)
 	r.uniqueCallIDs(answer.Parts)
-	var calls []chat.ToolCall
-	for i, p := range answer.Parts {
-		if p.Type == chat.PartToolCall {
-			args := p.Args
-			if deep, ok := tooDeep[i]; ok {
-				args = deep
-			}
-			calls = append(calls, chat.ToolCall{ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: args})
+	calls := chat.CallsOf(*answer)
+	for i, c := range asked {
+		if jsonscan.Depth(c.Args) > chat.MaxStoredDepth {
+			calls[i].Args = c.Args
 		}
 	}
 	// The calls are recorded before they run: if this worker dies
@@ -251,13 +238,9 @@ func (r *run) runTools(ctx context.Context, o outcome) outcome {
 			r.steps.progress(callsBy, c, p)
 		}
 	}
-	var out tools.Outcome
-	if ctx.Err() != nil {
-		// Stopped while the calls were recorded: none starts now.
-		out.Results = chat.SyntheticResults(o.run, chat.ReasonNotExecuted+": the run was stopped")
-	} else {
-		out = r.e.tools.Run(ctx, step)
-	}
+	// Stopped meanwhile, the dispatcher starts none of the calls, and
+	// still leaves the client's and the undecided ones waiting.
+	out := r.e.tools.Run(ctx, step)
 	over.Store(true)
 	next := outcome{awaiting: out.Awaiting, stepDone: true}
 	if len(out.Results) > 0 {
