@@ -1,6 +1,5 @@
 // Package batch forms batches of work from callers that arrive while a
-// batch is being committed: SQLite's commit groups, the engine's batched
-// ends of runs.
+// batch is being committed: SQLite's commit groups.
 package batch
 
 import (
