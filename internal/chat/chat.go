@@ -28,6 +28,9 @@ type Chat struct {
 	Usage     Usage             `json:"usage"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// Context is where the chat stands against its model's context window;
+	// nil when the window is unknown (and in lists of chats).
+	Context *Context `json:"context,omitempty"`
 	// Version grows with every change of the chat that moves UpdatedAt, so
 	// that of two copies of a chat (an event, a read) the newer is known.
 	Version int64 `json:"version"`
@@ -45,9 +48,20 @@ type Chat struct {
 	// InterruptRequested asks the worker running the chat to stop the step in
 	// progress (a user message with busy "interrupt" arrived while it ran).
 	InterruptRequested bool `json:"-"`
+	// CompactRequested asks the chat's next run to compact its history and
+	// end, answering nothing (POST /compact).
+	CompactRequested bool `json:"-"`
 	// LeaseRecoveries counts the times in a row the chat's lease expired
 	// and was recovered (its worker died) since a worker last let go of it.
 	LeaseRecoveries int `json:"-"`
+}
+
+// Context is the estimated size of a chat's next model request against its
+// model's context window.
+type Context struct {
+	Tokens  int64   `json:"tokens"`
+	Window  int64   `json:"window"`
+	Percent float64 `json:"percent"` // 100 * Tokens / Window, to one decimal
 }
 
 // Usage counts tokens and cost; cost is in micro-units of the price's currency.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 )
 
-// ForModel returns history as a model should see it: every assistant message
+// ForModel returns history as a model should see it: the newest
+// compaction's summary (SummaryMessage) in place of the messages it
+// summarises, then the messages after them, in which every assistant message
 // that makes tool calls is followed by exactly one tool message with one
 // result per call, in call order, and tool messages stand nowhere else.
 //
@@ -18,7 +20,25 @@ import (
 // edited before approving it shows the edited arguments. history is not
 // modified.
 func ForModel(history []Message) []Message {
-	out := make([]Message, 0, len(history))
+	summary, live := SinceCompaction(history)
+	out := make([]Message, 0, len(live)+1)
+	if summary != nil {
+		out = append(out, SummaryMessage(*summary, live0(live, history).ChatID))
+	}
+	return forModel(live, out)
+}
+
+// live0 is a message of the chat, to name it.
+func live0(live, history []Message) Message {
+	if len(live) > 0 {
+		return live[0]
+	}
+	return history[0]
+}
+
+// forModel appends history, with no compaction in it, to out as ForModel
+// says.
+func forModel(history []Message, out []Message) []Message {
 	for i := 0; i < len(history); i++ {
 		m := history[i]
 		if m.Role == RoleTool {
@@ -100,7 +120,10 @@ func CallsOf(m Message) []ToolCall {
 // CheckHistory checks the invariant every persisted history keeps: every
 // tool call has exactly one result, in the tool messages right after its
 // assistant message (each of them holds its results in call order), call
-// ids are unique, and no tool message stands anywhere else. A call may
+// ids are unique among the messages a model sees at once (those after the
+// newest compaction's cut at any point), and no tool message stands
+// anywhere else; a compaction cuts at no step and stands where no call is
+// open. A call may
 // also have one decision (a person's, on a call that needed approval), in
 // those tool messages before its result, and then one started mark. Only calls of the last assistant
 // message may be open, and only while the chat is in requires_action or
@@ -128,7 +151,27 @@ func CheckHistory(status Status, history []Message, mayWait func(ToolCall) bool)
 		}
 		return open
 	}
-	for _, m := range history {
+	for k, m := range history {
+		if IsCompaction(m) {
+			// The model sees only the calls after its cut from here on.
+			through := m.Parts[0].ThroughMessageID
+			if through >= m.ID {
+				errs = append(errs, fmt.Errorf("compaction %d summarises through message %d, after itself", m.ID, through))
+			}
+			for i, h := range history[:k] {
+				if h.ID == through && SplitsStep(history[:k], i) {
+					errs = append(errs, fmt.Errorf("compaction %d cuts after message %d, between a call and its result", m.ID, through))
+				}
+			}
+			seen = map[string]bool{}
+			for _, h := range history[:k] {
+				for _, c := range CallsOf(h) {
+					if h.ID > through {
+						seen[c.ToolCallID] = true
+					}
+				}
+			}
+		}
 		if m.Role != RoleTool {
 			for _, c := range unanswered() {
 				errs = append(errs, fmt.Errorf("call %s (%s) has no result before message %d", c.ToolCallID, c.ToolName, m.ID))

@@ -23,6 +23,10 @@ type Message struct {
 	Parts     []Part    `json:"parts"`
 	Usage     *Usage    `json:"usage,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Superseded marks a message an edit or a regeneration replaced: it is
+	// kept, but the model no longer sees it, and reads leave it out unless
+	// asked for it.
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // Part types.
@@ -41,6 +45,18 @@ const (
 	// call may have run (it answers it "outcome unknown") or never started
 	// (it runs it). The model never sees it.
 	PartToolStarted = "tool-started"
+	// PartCompaction holds the summary of the conversation up to its
+	// ThroughMessageID: the model sees the summary in place of those
+	// messages (ForModel). It is the only part of its message, an
+	// assistant message that carries the summarising call's usage.
+	PartCompaction = "compaction"
+)
+
+// Where a compaction came from (Part.Source).
+const (
+	CompactAuto     = "auto"     // the chat neared its model's context window
+	CompactManual   = "manual"   // a person asked (POST /compact)
+	CompactOverflow = "overflow" // the provider said the context was too long
 )
 
 // Part is one piece of a message: text, reasoning, a tool call or a tool result.
@@ -57,6 +73,16 @@ type Part struct {
 	OutputBytes int64     `json:"output_bytes,omitempty"`
 	Truncated   bool      `json:"truncated,omitempty"`
 	Decision    *Decision `json:"decision,omitempty"` // tool-decision; Args then holds edited args, if any
+
+	// A compaction's fields: its summary, why it was made (CompactAuto,
+	// CompactManual, CompactOverflow), the context's estimated tokens
+	// before it and the window it was measured against (0: unknown), and
+	// the last message it summarises.
+	Summary          string `json:"summary,omitempty"`
+	Source           string `json:"source,omitempty"`
+	TokensBefore     int64  `json:"tokens_before,omitempty"`
+	ContextWindow    int64  `json:"context_window,omitempty"`
+	ThroughMessageID int64  `json:"through_message_id,omitempty"`
 }
 
 // Decision is who decided what of a call that needed approval.
@@ -116,6 +142,15 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			ToolCallID string `json:"tool_call_id"`
 			ToolName   string `json:"tool_name"`
 		}{p.Type, p.ToolCallID, p.ToolName})
+	case PartCompaction:
+		return json.Marshal(struct {
+			Type             string `json:"type"`
+			Summary          string `json:"summary"`
+			Source           string `json:"source"`
+			TokensBefore     int64  `json:"tokens_before"`
+			ContextWindow    int64  `json:"context_window"`
+			ThroughMessageID int64  `json:"through_message_id"`
+		}{p.Type, p.Summary, p.Source, p.TokensBefore, p.ContextWindow, p.ThroughMessageID})
 	default:
 		return json.Marshal(struct {
 			Type string `json:"type"`
@@ -133,7 +168,7 @@ func TextPart(s string) Part { return Part{Type: PartText, Text: s} }
 func UnresolvedCalls(history []Message) []ToolCall {
 	last := -1
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == RoleAssistant {
+		if history[i].Role == RoleAssistant && !IsCompaction(history[i]) {
 			last = i
 			break
 		}

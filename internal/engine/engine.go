@@ -351,7 +351,8 @@ take:
 // acquisition; a run reads on past a full page by itself.
 const firstPage = 100
 
-// firstHistories reads the first messages of the acquired chats in one
+// firstHistories reads the start of the acquired chats' histories, from
+// their newest compaction on (store.Reader.SinceCompaction), in one
 // query, for their runs' first step: one round trip for the batch instead
 // of one per run. Nothing but a chat's run adds messages to it while it is
 // running, so they are still its history when the run starts. On failure
@@ -366,7 +367,7 @@ func (e *Engine) firstHistories(ctx context.Context, chats []chat.Chat) map[stri
 	}
 	all := make(map[string][]chat.Message, len(ids))
 	for chunk := range slices.Chunk(ids, store.MaxPageSize) {
-		h, err := e.st.FirstMessages(ctx, chunk, firstPage)
+		h, err := e.st.SinceCompaction(ctx, chunk, firstPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("read the acquired chats' histories; each run reads its own", "chats", len(ids), "err", err)

@@ -262,29 +262,38 @@ func modelError(err error) *chat.ChatError {
 	return &chat.ChatError{Kind: "provider", Message: err.Error()}
 }
 
-// readHistory reads the chat's whole history: it starts from the page read
-// with the acquisition, reading on only past a full one.
+// readHistory reads the chat's history from its newest compaction on: what
+// the model sees, and all a run needs (the calls still open are after
+// it). It starts from the page read with the acquisition, reading on only
+// past a full one.
 func (r *run) readHistory(ctx context.Context) ([]chat.Message, error) {
 	first := r.first
 	r.first = nil
-	if first != nil && len(first) < firstPage {
-		return first, nil
-	}
 	var msgs []chat.Message
-	err := r.e.untilAvailable(ctx, r.log, func(ctx context.Context) (err error) {
-		msgs, err = readOn(ctx, r.e.st, r.chat.ID, first)
+	err := r.e.untilAvailable(ctx, r.log, func(ctx context.Context) error {
+		start := first
+		if start == nil {
+			byChat, err := r.e.st.SinceCompaction(ctx, []string{r.chat.ID}, firstPage)
+			if err != nil {
+				return err
+			}
+			start = byChat[r.chat.ID]
+		}
+		if len(start) < firstPage {
+			msgs = start
+			return nil
+		}
+		var err error
+		msgs, err = readOn(ctx, r.e.st, r.chat.ID, slices.Clone(start))
 		return err
 	})
 	return msgs, err
 }
 
-// readOn appends to msgs, the start of a chat's history (none: nil), the
-// rest of it.
+// readOn appends to msgs, the start of a chat's history from its newest
+// compaction on, the rest of it.
 func readOn(ctx context.Context, r store.Reader, chatID string, msgs []chat.Message) ([]chat.Message, error) {
-	var after int64
-	if len(msgs) > 0 {
-		after = msgs[len(msgs)-1].ID
-	}
+	after := msgs[len(msgs)-1].ID
 	err := store.ForEachMessage(ctx, r, chatID, after, func(m chat.Message) error {
 		msgs = append(msgs, m)
 		return nil

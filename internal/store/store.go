@@ -106,18 +106,24 @@ type Reader interface {
 	// ListChats returns one page of a owner's chats, newest first.
 	ListChats(ctx context.Context, q ChatQuery) (ChatPage, error)
 	// ListMessages returns up to limit messages of a chat with id > after, in
-	// id order.
+	// id order, leaving out superseded ones.
 	ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
+	// ListEveryMessage is ListMessages with the superseded messages among
+	// the others (Message.Superseded set).
+	ListEveryMessage(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
 	// LastTurn returns the chat's last assistant message and the messages
-	// after it, in id order (the whole history, if it has no assistant
+	// after it (superseded ones left out), in id order (the whole history, if it has no assistant
 	// message), at most MaxPageSize: what a request needs to find the calls
 	// still open, read on an index whatever the history's length.
 	LastTurn(ctx context.Context, chatID string) ([]chat.Message, error)
-	// FirstMessages returns up to limit of the first messages (in id order)
-	// of each chat of chatIDs, in one query: the histories of a batch of
-	// chats a worker just acquired. A chat without messages, or unknown, is
-	// absent from the map. At most MaxPageSize chats and limit.
-	FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error)
+	// SinceCompaction returns, for each chat of chatIDs, up to limit of
+	// the messages its model sees verbatim, in id order: those after the
+	// ThroughMessageID of its newest compaction (every message, if it has
+	// none), that compaction's message among them; superseded ones left
+	// out. One query serves a batch of chats a worker just acquired, on an
+	// index whatever the histories' length. A chat without messages, or
+	// unknown, is absent from the map. At most MaxPageSize chats and limit.
+	SinceCompaction(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error)
 	// ListQueued returns the chat's queued messages in arrival order.
 	ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error)
 
@@ -190,6 +196,12 @@ type Tx interface {
 	// send the insert together with the transaction's next statement, which
 	// (or the commit) then reports its failure.
 	InsertMessage(ctx context.Context, m *chat.Message) error
+	// ReplaceParts replaces the parts of a message of the chat that is not
+	// superseded (an edit); ErrNotFound if there is none.
+	ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error
+	// SupersedeAfter marks every message of the chat with an id greater
+	// than after superseded, and returns how many it marked.
+	SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error)
 	// AddUsage adds u to the chat's usage totals and bumps UpdatedAt;
 	// ErrNotFound if the chat does not exist.
 	AddUsage(ctx context.Context, chatID string, u chat.Usage) error
@@ -221,6 +233,11 @@ type Transition struct {
 	// AddUsage is added to the chat's usage totals with the change: the
 	// usage of the messages the same write inserted.
 	AddUsage chat.Usage
+	// Compact, with To pending, asks the run that takes the chat to
+	// compact its history and end (chat.Chat.CompactRequested); every
+	// other transition clears the request. Acquiring the chat and
+	// recovering its lease keep it.
+	Compact bool
 }
 
 // Expired is a requires_action chat whose deadline passed: its id and that
