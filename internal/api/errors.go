@@ -43,6 +43,8 @@ func toAPIError(err error) *apiError {
 		out  *service.OutputError
 		ut   *service.UnavailableToolError
 		dl   *service.DeadlineError
+		me   *service.MessageError
+		ntc  *service.NothingToCompactError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -68,6 +70,10 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: "status_conflict",
 			Message: fmt.Sprintf("the chat is %s; read it again and retry", sc.Status),
 			Details: map[string]any{"status": sc.Status}}
+	case errors.As(err, &me):
+		return &apiError{Status: me.Status, Code: me.Code, Message: me.Message, Details: map[string]any{"message_id": me.MessageID}}
+	case errors.As(err, &ntc):
+		return &apiError{Status: http.StatusConflict, Code: "nothing_to_compact", Message: ntc.Error()}
 	case errors.As(err, &dl):
 		return &apiError{Status: http.StatusConflict, Code: "deadline_passed", Message: dl.Error(),
 			Details: map[string]any{"deadline": dl.Deadline}}

@@ -24,7 +24,15 @@ func (a *api) listMessages(w http.ResponseWriter, r *http.Request, owner string)
 	if err != nil {
 		return err
 	}
-	msgs, err := a.svc.ListMessages(r.Context(), owner, id, after, limit)
+	list := a.svc.ListMessages
+	switch q.Get("superseded") {
+	case "", "false":
+	case "true":
+		list = a.svc.ListEveryMessage
+	default:
+		return badQuery("superseded", "%q: want true or false", q.Get("superseded"))
+	}
+	msgs, err := list(r.Context(), owner, id, after, limit)
 	if err != nil {
 		return err
 	}

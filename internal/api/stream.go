@@ -294,6 +294,8 @@ func (s *chatStream) live(ev events.ChatEvent) error {
 			p.MessageID = 0
 			return s.sse.event(events.KindPart, events.Encode(map[string]any{"message_id": ev.Progress.MessageID, "part": p}))
 		}
+	case events.KindHistory:
+		return s.sse.event(ev.Kind, events.Encode(map[string]any{"superseded_after": ev.SupersededAfter, "message": ev.Message}))
 	case events.KindRetry:
 		if ev.Retry != nil {
 			return s.sse.event(ev.Kind, events.Encode(ev.Retry))

@@ -43,7 +43,43 @@ type Model struct {
 	BaseURL   string `yaml:"base_url"`
 	APIKeyEnv string `yaml:"api_key_env"`
 	Price     *Price `yaml:"price"`
+	// ContextWindow is the model's context window in tokens; 0: the
+	// built-in one of a well-known model id, else unknown.
+	ContextWindow int64 `yaml:"context_window"`
+	// CompactAt is the fraction of the window at which a chat's history
+	// is compacted before the next step; unset: 0.8 when the window is
+	// known; 0 turns compaction off (a provider's overflow error still
+	// compacts).
+	CompactAt *float64 `yaml:"compact_at"`
+	// CompactionModel names another configured model that writes the
+	// summaries; "": the model itself.
+	CompactionModel string `yaml:"compaction_model"`
 }
+
+// Window returns the model's context window in tokens: context_window, else
+// the known window of its model id, else 0 (unknown).
+func (m Model) Window() int64 {
+	if m.ContextWindow > 0 {
+		return m.ContextWindow
+	}
+	return knownWindow(m.Provider, m.Model)
+}
+
+// CompactFraction returns the share of the window at which a chat is
+// compacted: compact_at, else DefaultCompactAt when the window is known.
+func (m Model) CompactFraction() float64 {
+	if m.CompactAt != nil {
+		return *m.CompactAt
+	}
+	if m.Window() > 0 {
+		return DefaultCompactAt
+	}
+	return 0
+}
+
+// DefaultCompactAt is the fraction of a known context window at which a
+// chat is compacted when a model does not say.
+const DefaultCompactAt = 0.8
 
 // Price is a model's cost per million tokens.
 type Price struct {
@@ -381,6 +417,17 @@ func (c *Config) checkModels() error {
 		}
 		if p := m.Price; p != nil && (p.InputPerMTok < 0 || p.OutputPerMTok < 0) {
 			return fmt.Errorf("models[%d] (%s): price must not be negative", i, m.Name)
+		}
+		if m.ContextWindow < 0 {
+			return fmt.Errorf("models[%d] (%s): context_window must not be negative", i, m.Name)
+		}
+		if a := m.CompactAt; a != nil && (*a < 0 || *a >= 1) {
+			return fmt.Errorf("models[%d] (%s): compact_at %g is not a fraction of the window (0 turns compaction off; else between 0 and 1, like 0.8)", i, m.Name, *a)
+		}
+	}
+	for i, m := range c.Models {
+		if m.CompactionModel != "" && (!seen[m.CompactionModel] || m.CompactionModel == m.Name) {
+			return fmt.Errorf("models[%d] (%s): compaction_model %q is not another configured model", i, m.Name, m.CompactionModel)
 		}
 	}
 	if !seen[c.DefaultModel] {

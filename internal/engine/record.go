@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
@@ -15,6 +16,11 @@ import (
 // partial one, tool results, calls left for someone, a failure. Nothing in
 // it has been written; record alone turns it into rows.
 type outcome struct {
+	// compaction is a summary of the history's older part (compact.go),
+	// written before anything else of the outcome.
+	compaction *chat.Message
+	// done ends the run idle: a run that was asked only to compact.
+	done bool
 	// answer is the model's message; partial when the step was cut short
 	// while it streamed.
 	answer  *chat.Message
@@ -92,7 +98,7 @@ func endOf(ctx context.Context, o outcome) end {
 		return endInterrupted
 	case len(o.awaiting) > 0:
 		return endAwait // a shutdown too: the client's calls wait as they would have
-	case o.answer != nil && !o.partial:
+	case o.answer != nil && !o.partial, o.done:
 		return endIdle
 	case cause != nil:
 		return endHandBack
@@ -154,6 +160,9 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 // recordAs writes o with the given end.
 func (r *run) recordAs(end end, o outcome) error {
 	var msgs []*chat.Message
+	if o.compaction != nil {
+		msgs = append(msgs, o.compaction)
+	}
 	if o.answer != nil && !(end == endHandBack && o.partial) {
 		msgs = append(msgs, o.answer) // the next worker makes a cut model call again
 	}
@@ -213,7 +222,7 @@ func (r *run) recordAs(end end, o outcome) error {
 				t.ActionTimeout = r.e.cfg.ToolResultTimeout
 			}
 		case endHandBack:
-			t.To = chat.Pending
+			t.To, t.Compact = chat.Pending, r.chat.CompactRequested
 		case endFailed:
 			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
 				return err
@@ -258,6 +267,13 @@ func (r *run) recordAs(end end, o outcome) error {
 	}
 	for _, m := range msgs {
 		r.history = append(r.history, *m)
+	}
+	if o.compaction != nil {
+		// What the model sees starts over from the summary: the run keeps
+		// the history from it on, as a new run would read it.
+		through := o.compaction.Parts[0].ThroughMessageID
+		r.history = slices.DeleteFunc(r.history, func(m chat.Message) bool { return m.ID <= through })
+		r.view = nil
 	}
 	return nil
 }

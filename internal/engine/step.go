@@ -24,13 +24,33 @@ import (
 func (r *run) loop(ctx context.Context) error {
 	o, model, err := r.begin(ctx)
 	steps := 0
+	compacted, retried := false, false // this step's history was compacted; its overflow retried
 	for err == nil {
 		if o == nil {
-			steps++
-			if steps > r.e.cfg.MaxSteps {
-				o = ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps)))
-			} else if o, err = r.step(ctx, model, steps); err != nil {
+			o, err = r.next(ctx, model, steps+1, compacted)
+			if err != nil {
 				break
+			}
+			if o.compaction != nil {
+				compacted = true
+			} else if isOverflow(*o) && !retried {
+				// The provider found the request too long: compact, and
+				// make the step again once.
+				retried = true
+				tokens := chat.ContextTokens(r.history, 0)
+				switch c := r.compact(ctx, model, chat.CompactOverflow, tokens); {
+				case c == nil: // nothing to summarise
+					o.failure = overflowed(o.failure)
+				case c.compaction != nil:
+					o, compacted = c, true
+				default: // the summary failed, or the run was stopped
+					o = c
+				}
+			} else {
+				steps++
+				if isOverflow(*o) {
+					o.failure = overflowed(o.failure)
+				}
 			}
 		}
 		var more bool
@@ -39,7 +59,11 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if len(o.run) > 0 {
 			o = ptr(r.runTools(ctx, *o))
+			compacted, retried = false, false
 		} else {
+			if o.compaction == nil {
+				compacted, retried = false, false
+			}
 			o = nil
 		}
 	}
@@ -47,6 +71,28 @@ func (r *run) loop(ctx context.Context) error {
 		_, err = r.record(ctx, outcome{}) // a read cut short: the run ends by why it was stopped
 	}
 	return err
+}
+
+// next returns the outcome of the run's next step: a compaction first,
+// when its history nears the model's window (and was not just compacted),
+// else the step-th model call, or the end of a run past the limit of
+// model calls.
+func (r *run) next(ctx context.Context, model llm.Model, step int, compacted bool) (*outcome, error) {
+	if step > r.e.cfg.MaxSteps {
+		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps))), nil
+	}
+	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
+	if due, tokens := r.dueForCompaction(model, fixedTokens(r.chat.SystemPrompt, defs)); due && !compacted {
+		if o := r.compact(ctx, model, chat.CompactAuto, tokens); o != nil {
+			if o.failure != nil {
+				// The step may still fit: a failed summary ends nothing.
+				r.log.Warn("compaction failed; making the step without it", "err", o.failure.Message)
+			} else {
+				return o, nil
+			}
+		}
+	}
+	return r.step(ctx, model, step, defs)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -78,6 +124,12 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	}
 	unresolved := chat.UnresolvedCalls(history)
 	if len(unresolved) == 0 && !r.chat.InterruptRequested {
+		switch {
+		case r.chat.CompactRequested:
+			return r.compactAsked(ctx, model), model, nil
+		case answered(history):
+			return &outcome{done: true}, model, nil
+		}
 		return nil, model, nil // the common case: nothing left open
 	}
 	approved, _ := chat.ApprovedCalls(history)
@@ -123,6 +175,34 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	return o, model, nil
 }
 
+// compactAsked is the outcome of a run asked only to compact the chat
+// (POST /compact): the summary, and the chat waits again; nothing, when
+// there is nothing to summarise.
+func (r *run) compactAsked(ctx context.Context, model llm.Model) *outcome {
+	o := r.compact(ctx, model, chat.CompactManual, chat.ContextTokens(r.history, 0))
+	switch {
+	case o == nil:
+		return &outcome{done: true}
+	case o.failure != nil:
+		o.failure.Message += "; compact again, or send a message"
+	case !o.partial:
+		o.done = true
+	}
+	return o
+}
+
+// answered reports whether the history ends with an answer of the model
+// that calls nothing: a run has nothing to answer (a retry after a failed
+// compaction).
+func answered(history []chat.Message) bool {
+	for i := len(history) - 1; i >= 0; i-- {
+		if m := history[i]; !chat.IsCompaction(m) {
+			return m.Role == chat.RoleAssistant && len(chat.CallsOf(m)) == 0
+		}
+	}
+	return false
+}
+
 // forModel returns what the model sees of the run's history: chat.ForModel
 // of it, built by the first step and then extended with what later steps
 // added (an assistant message and its results: ForModel of that tail is
@@ -141,11 +221,10 @@ func (r *run) forModel() []chat.Message {
 // step makes one model call (the step-th of the run) and returns what came
 // of it: an answer whose calls run next, an answer that ends the run, what
 // streamed before the run was stopped, or the model's failure.
-func (r *run) step(ctx context.Context, model llm.Model, step int) (*outcome, error) {
+func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.ToolDef) (*outcome, error) {
 	if step == 1 {
 		r.maybeTitle(model, r.history)
 	}
-	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
 	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(), Tools: defs}
 
 	msgID, err := r.e.nextMessageID(ctx, r.history[len(r.history)-1].ID)

@@ -21,6 +21,10 @@ const (
 	// the parts already streamed of the step in progress. Internal: stream
 	// handlers turn it into part events for the subscriber that asked.
 	KindSnapshot = "snapshot"
+	// KindHistory says the history was rewritten: the messages after
+	// SupersededAfter were superseded, and Message, if set, is a message
+	// whose content an edit replaced.
+	KindHistory = "history"
 )
 
 // Delta part types of part events.
@@ -75,7 +79,7 @@ type ToolProgress struct {
 type ChatEvent struct {
 	Kind      string          `json:"kind"`
 	Chat      *chat.Chat      `json:"chat,omitempty"`       // status
-	Message   *chat.Message   `json:"message,omitempty"`    // message
+	Message   *chat.Message   `json:"message,omitempty"`    // message; history: the edited one
 	Parts     *PartBatch      `json:"parts,omitempty"`      // part, snapshot
 	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"` // action_required
 	Deadline  *time.Time      `json:"deadline,omitempty"`   // action_required
@@ -83,6 +87,8 @@ type ChatEvent struct {
 	Progress  *ToolProgress   `json:"progress,omitempty"`   // tool-progress
 	Error     *chat.ChatError `json:"error,omitempty"`      // error
 	Nonce     string          `json:"nonce,omitempty"`      // snapshot: the request it answers
+	// history: the messages after this id are superseded.
+	SupersededAfter int64 `json:"superseded_after,omitempty"`
 }
 
 // ControlTopic carries requests to whichever worker runs a chat: interrupt,

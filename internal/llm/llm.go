@@ -70,6 +70,10 @@ type Usage struct {
 	OutputTokens int64
 }
 
+// KindContextLength is the Error.Kind of a request the provider refused as
+// longer than the model's context window.
+const KindContextLength = "context_length_exceeded"
+
 // Error is a failed model call, with what the engine needs to decide on a
 // retry and to tell the client.
 type Error struct {
@@ -101,6 +105,13 @@ type Model struct {
 	// are counted in micro-units of the same currency.
 	InputPerMTok  float64
 	OutputPerMTok float64
+	// ContextWindow is the model's context window in tokens (0: unknown);
+	// CompactAt the fraction of it at which a chat is compacted before a
+	// step (0: never before; an overflow still compacts); CompactionModel
+	// the model that writes summaries ("": this one).
+	ContextWindow   int64
+	CompactAt       float64
+	CompactionModel string
 }
 
 // Cost returns the cost of a call's usage in micro-units: a price of 2.0 per

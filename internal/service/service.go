@@ -82,6 +82,9 @@ func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, err
 	if err := s.withRequiredAction(ctx, s.st, &c); err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
+	if err := s.withContext(ctx, &c); err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
 	return c, nil
 }
 
