@@ -82,7 +82,14 @@ func testSinceNewestCompaction(t *testing.T, open opener) {
 	oc := appendMessage(t, s, compactionMessage(other.ID, o1.ID))
 	m4 := appendMessage(t, s, textMessage(c.ID, "four"))
 	m5 := appendMessage(t, s, textMessage(c.ID, "five"))
-	c2 := appendMessage(t, s, compactionMessage(c.ID, m4.ID))
+	// The newest compaction under a reserved id, as a worker inserts it.
+	reserved, err := s.ReserveMessageIDs(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := compactionMessage(c.ID, m4.ID)
+	c2.ID = reserved[0]
+	c2 = appendMessage(t, s, c2)
 	o2 := appendMessage(t, s, textMessage(other.ID, "other two"))
 	m6 := appendMessage(t, s, textMessage(c.ID, "six"))
 	ids := []string{c.ID, other.ID}
