@@ -18,7 +18,8 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve`
+	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
+	compact_requested`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row pgx.Row) (chat.Chat, error) {
@@ -31,7 +32,8 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
-		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve)
+		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve,
+		&c.CompactRequested)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -155,13 +157,14 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
-			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json
+			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json,
+			$23::boolean
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
 		c.Archived, js.LastError, c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), dbutil.UTCPtr(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
-		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve)
+		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}
@@ -231,18 +234,19 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 }
 
 // transitionSet is the SET clause of a Transition's UPDATE; transitionArgs
-// are its arguments, $1 (the chat's id) to $10, $2 being From. A deadline
+// are its arguments, $1 (the chat's id) to $11, $2 being From. A deadline
 // ($5, microseconds from now, or NULL) is reckoned on the database's clock,
 // as leases are. Leaving running ends the lease: no worker holds the chat
 // any more. Any change from running (a finished step, running -> running,
-// too) ends the count of recoveries in a row.
+// too) ends the count of recoveries in a row. Every change sets or clears
+// the request to compact ($11).
 var transitionSet = `status = $3::text,
 	last_error = $4, action_deadline = now() + $5::bigint * interval '1 microsecond', version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
 	lease_recoveries = CASE WHEN $2 = 'running' THEN 0 ELSE lease_recoveries END,
 	usage_input_tokens = usage_input_tokens + $8, usage_output_tokens = usage_output_tokens + $9,
-	usage_cost_micros = usage_cost_micros + $10`
+	usage_cost_micros = usage_cost_micros + $10, compact_requested = $11`
 
 func transitionArgs(id string, tr store.Transition) ([]any, error) {
 	var lastErr []byte
@@ -258,7 +262,7 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 		deadline = &us
 	}
 	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr),
-		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros}, nil
+		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, tr.Compact}, nil
 }
 
 // statusConflict explains a conditional status update that matched no row.

@@ -13,16 +13,30 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
+// messageColumns are the columns scanMessages reads, in its order.
+const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded`
+
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, chat_id, role, parts, usage, created_at FROM messages
-		WHERE chat_id = $1 AND id > $2 ORDER BY id LIMIT $3`, chatID, after, dbutil.PageLimit(limit))
+	return r.listMessages(ctx, "list messages", `SELECT `+messageColumns+` FROM messages
+		WHERE chat_id = $1 AND id > $2 AND NOT superseded ORDER BY id LIMIT $3`, chatID, after, limit)
+}
+
+func (r reader) ListEveryMessage(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
+	return r.listMessages(ctx, "list every message", `SELECT `+messageColumns+` FROM messages
+		WHERE chat_id = $1 AND id > $2 ORDER BY id LIMIT $3`, chatID, after, limit)
+}
+
+// listMessages runs a page query of a chat's messages, naming the
+// operation op in errors.
+func (r reader) listMessages(ctx context.Context, op, query, chatID string, after int64, limit int) ([]chat.Message, error) {
+	rows, err := r.q.Query(ctx, query, chatID, after, dbutil.PageLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
 	}
 	msgs := []chat.Message{}
 	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
 	if err != nil {
-		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
 	}
 	return msgs, nil
 }
@@ -30,9 +44,9 @@ func (r reader) ListMessages(ctx context.Context, chatID string, after int64, li
 func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
 	// The last assistant message is found walking the (chat_id, id) index
 	// backwards, so a long history costs nothing more.
-	rows, err := r.q.Query(ctx, `SELECT id, chat_id, role, parts, usage, created_at FROM messages
-		WHERE chat_id = $1 AND id >= coalesce((SELECT id FROM messages WHERE chat_id = $1 AND role = 'assistant'
-			ORDER BY id DESC LIMIT 1), 0)
+	rows, err := r.q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE chat_id = $1 AND NOT superseded AND id >= coalesce((SELECT id FROM messages
+			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT $2`, chatID, store.MaxPageSize)
 	if err != nil {
 		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
@@ -45,26 +59,36 @@ func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, er
 	return msgs, nil
 }
 
-func (r reader) FirstMessages(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error) {
-	if _, err := dbutil.CheckFirstMessages(chatIDs, limit); err != nil {
+func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error) {
+	if _, err := dbutil.CheckSinceCompaction(chatIDs, limit); err != nil {
 		return nil, err
 	}
-	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at
-		FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
-			SELECT id, chat_id, role, parts, usage, created_at FROM messages
-			WHERE chat_id = c.id ORDER BY id LIMIT $2) m`, chatIDs, limit)
+	// For each chat, its newest compaction in force is found on the
+	// messages_compaction partial index (the query names both terms of its
+	// predicate), then the messages after its through on the (chat_id, id)
+	// index.
+	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded
+		FROM unnest($1::text[]) AS c(id)
+		CROSS JOIN LATERAL (SELECT coalesce((SELECT compaction_through FROM messages
+			WHERE chat_id = c.id AND compaction_through IS NOT NULL AND NOT superseded
+			ORDER BY id DESC LIMIT 1), 0) AS through) t
+		CROSS JOIN LATERAL (
+			SELECT `+messageColumns+` FROM messages
+			WHERE chat_id = c.id AND id > t.through AND NOT superseded ORDER BY id LIMIT $2) m
+		ORDER BY m.id`, chatIDs, limit)
 	if err != nil {
-		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
 	}
 	byChat := map[string][]chat.Message{}
 	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
 	if err != nil {
-		return nil, fmt.Errorf("first messages of %d chats: %w", len(chatIDs), err)
+		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
 	}
 	return byChat, nil
 }
 
-// scanMessages reads and closes rows of messages, calling fn with each.
+// scanMessages reads and closes rows of messageColumns, calling fn with
+// each.
 func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
 	defer rows.Close()
 	for rows.Next() {
@@ -73,7 +97,7 @@ func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
 			role         string
 			parts, usage []byte
 		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt); err != nil {
+		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt, &m.Superseded); err != nil {
 			return err
 		}
 		m.Role = chat.Role(role)
@@ -141,6 +165,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
 	}
+	through := dbutil.CompactionThrough(m.Parts)
 	now := dbutil.Now()
 	m.CreatedAt = now
 	if m.ID != 0 { // reserved with ReserveMessageIDs
@@ -155,10 +180,10 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 				return fmt.Errorf("insert message into chat %s: %w", chatID, classify(err))
 			}
 			return nil
-		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage)
+		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage, through)
 		return nil
 	}
-	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage).Scan(&m.ID)
+	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage, through).Scan(&m.ID)
 	if err != nil {
 		m.CreatedAt = time.Time{}
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -169,12 +194,37 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	return nil
 }
 
-// insertMessageSQL inserts a message, $1 its id or NULL for the next one.
+// insertMessageSQL inserts a message, $1 its id or NULL for the next one,
+// $7 its compaction_through.
 // The CTE takes lockForAppend's row lock (no new row version: the chat's
 // row is not changed); no row inserted means no such chat.
 const insertMessageSQL = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO KEY UPDATE)
-	INSERT INTO messages (id, chat_id, role, parts, usage, created_at) OVERRIDING SYSTEM VALUE
-	SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4::json, $6::json, $5 FROM c`
+	INSERT INTO messages (id, chat_id, role, parts, usage, created_at, compaction_through) OVERRIDING SYSTEM VALUE
+	SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4::json, $6::json, $5, $7::bigint FROM c`
+
+// ReplaceParts rewrites the message's parts, and its compaction_through
+// with them.
+func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error {
+	enc, err := dbutil.EncodeParts(parts)
+	if err != nil {
+		return fmt.Errorf("replace parts of message %d: %w", id, err)
+	}
+	tag, err := t.q.Exec(ctx, `UPDATE messages SET parts = $3::json, compaction_through = $4::bigint
+		WHERE id = $1 AND chat_id = $2 AND NOT superseded`, id, chatID, string(enc), dbutil.CompactionThrough(parts))
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
+	}
+	return nil
+}
+
+func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error) {
+	tag, err := t.q.Exec(ctx, `UPDATE messages SET superseded = true
+		WHERE chat_id = $1 AND id > $2 AND NOT superseded`, chatID, after)
+	if err != nil {
+		return 0, fmt.Errorf("supersede messages of chat %s after %d: %w", chatID, after, classify(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
 
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,

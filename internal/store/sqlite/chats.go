@@ -17,7 +17,8 @@ import (
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve`
+	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
+	compact_requested`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
@@ -30,7 +31,8 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve)
+		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve,
+		&c.CompactRequested)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -152,14 +154,14 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
 		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
 		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools), text(js.Approve),
-		c.Owner)
+		c.CompactRequested, c.Owner)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}
@@ -231,9 +233,11 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	}
 	// Leaving running ends the lease: no worker holds the chat any more.
 	// Any change from running (a finished step, running -> running, too)
-	// ends the count of recoveries in a row.
+	// ends the count of recoveries in a row. Every change sets or clears
+	// the request to compact.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = ?, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
+			compact_requested = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
 			lease_recoveries = CASE WHEN ? THEN 0 ELSE lease_recoveries END,
@@ -241,7 +245,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
-		string(tr.To), text(lastErr), deadline, dbutil.Micros(now),
+		string(tr.To), text(lastErr), deadline, dbutil.Micros(now), tr.Compact,
 		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running,
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {

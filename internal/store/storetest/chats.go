@@ -51,6 +51,7 @@ func fullChat() chat.Chat {
 		LeaseGeneration:    7,
 		LeaseExpiresAt:     ptr(time.Date(2030, 1, 2, 3, 4, 6, 999999999, paris)),
 		InterruptRequested: true,
+		CompactRequested:   true,
 	}
 }
 

@@ -11,14 +11,21 @@ import (
 )
 
 var messageTests = map[string]func(*testing.T, opener){
-	"InsertAndListRoundTrip": testMessagesRoundTrip,
-	"LastTurn":               testLastTurn,
-	"IDsIncreaseAndAfter":    testMessageIDs,
-	"Limit":                  testMessagesLimit,
-	"UsageAddsToChat":        testMessageUsage,
-	"UnknownChat":            testMessageUnknownChat,
-	"ReservedID":             testReservedMessageID,
-	"FirstMessagesOfChats":   testFirstMessages,
+	"InsertAndListRoundTrip":  testMessagesRoundTrip,
+	"LastTurn":                testLastTurn,
+	"IDsIncreaseAndAfter":     testMessageIDs,
+	"Limit":                   testMessagesLimit,
+	"UsageAddsToChat":         testMessageUsage,
+	"UnknownChat":             testMessageUnknownChat,
+	"ReservedID":              testReservedMessageID,
+	"SinceCompactionOfChats":  testSinceCompaction,
+	"SinceNewestCompaction":   testSinceNewestCompaction,
+	"SinceCompactionLimit":    testSinceCompactionLimit,
+	"CompactionReplaced":      testCompactionReplaced,
+	"ListEveryMessage":        testListEveryMessage,
+	"ReplaceParts":            testReplaceParts,
+	"SupersedeAfter":          testSupersedeAfter,
+	"LastTurnSkipsSuperseded": testLastTurnSkipsSuperseded,
 }
 
 var queuedTests = map[string]func(*testing.T, opener){
@@ -335,10 +342,11 @@ func testReservedMessageID(t *testing.T, open opener) {
 	}
 }
 
-// testFirstMessages: one call returns each asked chat's first messages, in
-// id order and cut at the limit, the same messages ListMessages returns;
-// chats without messages, unknown chats and chats not asked for are absent.
-func testFirstMessages(t *testing.T, open opener) {
+// testSinceCompaction: without compactions, one call returns each asked
+// chat's first messages, in id order and cut at the limit, the same
+// messages ListMessages returns; chats without messages, unknown chats and
+// chats not asked for are absent.
+func testSinceCompaction(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	long, short, empty, other := addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{})
@@ -350,7 +358,7 @@ func testFirstMessages(t *testing.T, open opener) {
 		}
 		appendMessage(t, s, textMessage(other.ID, fmt.Sprint("other ", i)))
 	}
-	got, err := s.FirstMessages(t.Context(), []string{long.ID, short.ID, empty.ID, "unknown"}, 3)
+	got, err := s.SinceCompaction(t.Context(), []string{long.ID, short.ID, empty.ID, "unknown"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +374,8 @@ func testFirstMessages(t *testing.T, open opener) {
 		ids   []string
 		limit int
 	}{{nil, 3}, {[]string{long.ID}, 0}, {[]string{long.ID}, store.MaxPageSize + 1}} {
-		if _, err := s.FirstMessages(t.Context(), bad.ids, bad.limit); err == nil {
-			t.Errorf("FirstMessages(%q, %d) succeeded", bad.ids, bad.limit)
+		if _, err := s.SinceCompaction(t.Context(), bad.ids, bad.limit); err == nil {
+			t.Errorf("SinceCompaction(%q, %d) succeeded", bad.ids, bad.limit)
 		}
 	}
 }

@@ -20,6 +20,7 @@ var transitionTests = map[string]func(*testing.T, opener){
 	"VersionGrows":          testVersionGrows,
 	"ReturnsChatAfter":      testTransitionReturnsChat,
 	"IllegalBeforeConflict": testIllegalBeforeConflict,
+	"CompactRequested":      testCompactRequested,
 }
 
 // testEveryPair walks every pair of statuses: a legal change happens, an
@@ -276,4 +277,56 @@ func testVersionGrows(t *testing.T, open opener) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	want("recovery", getChat(t, s, c.ID).Version, 8)
+}
+
+// testCompactRequested: a transition to pending with Compact asks for a
+// compaction, which every read of the chat shows; acquiring the chat and
+// recovering its lease keep the request, and any transition without
+// Compact clears it. InsertChat stores it as given.
+func testCompactRequested(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	c := addChat(t, s, chat.Chat{Status: chat.Waiting})
+	check := func(what string, got chat.Chat, want bool) {
+		t.Helper()
+		if got.CompactRequested != want {
+			t.Fatalf("CompactRequested %s = %v, want %v", what, got.CompactRequested, want)
+		}
+	}
+	check("of a new chat", c, false)
+	check("the transition returns", mustTransition(t, s, c.ID, store.Transition{From: chat.Waiting, To: chat.Pending, Compact: true}), true)
+	check("after the transition", getChat(t, s, c.ID), true)
+	inTx(t, s, func(tx store.Tx) error {
+		locked, err := tx.LockChat(t.Context(), c.ID)
+		check("LockChat", locked, true)
+		return err
+	})
+	page, err := s.ListChats(t.Context(), store.ChatQuery{Owner: "alice"})
+	if err != nil || len(page.Chats) != 1 {
+		t.Fatalf("ListChats: %+v, %v", page, err)
+	}
+	check("ListChats", page.Chats[0], true)
+
+	running, _ := acquire(t, s, "w1", time.Millisecond)
+	check("AcquireChats", running, true)
+	deadline := time.Now().Add(10 * time.Second)
+	for getChat(t, s, c.ID).Status == chat.Running {
+		if time.Now().After(deadline) {
+			t.Fatal("lease not recovered after 10s")
+		}
+		if _, err := s.RecoverExpiredLeases(t.Context(), true); err != nil {
+			t.Fatalf("recover: %v", err)
+		}
+	}
+	check("after recovery", getChat(t, s, c.ID), true)
+	running, _ = acquire(t, s, "w2", longTTL)
+	check("acquired again", running, true)
+	check("running -> waiting returns", mustTransition(t, s, c.ID, store.Transition{From: chat.Running, To: chat.Waiting}), false)
+	check("after running -> waiting", getChat(t, s, c.ID), false)
+
+	// InsertChat stores the request; a transition without Compact clears it.
+	asked := addChat(t, s, chat.Chat{Status: chat.Pending, CompactRequested: true})
+	check("inserted", getChat(t, s, asked.ID), true)
+	check("pending -> waiting returns", mustTransition(t, s, asked.ID, store.Transition{From: chat.Pending, To: chat.Waiting}), false)
+	check("after pending -> waiting", getChat(t, s, asked.ID), false)
 }

@@ -117,6 +117,17 @@ func EncodeParts(parts []chat.Part) ([]byte, error) {
 	return b, nil
 }
 
+// CompactionThrough is the compaction_through column of a message with
+// these parts: the ThroughMessageID of a compaction (chat.IsCompaction),
+// nil (SQL NULL) for any other message.
+func CompactionThrough(parts []chat.Part) *int64 {
+	if !chat.IsCompaction(chat.Message{Parts: parts}) {
+		return nil
+	}
+	through := parts[0].ThroughMessageID
+	return &through
+}
+
 // EncodeNullable encodes a pointer as JSON, or nil (SQL NULL) for nil.
 func EncodeNullable[T any](v *T) ([]byte, error) {
 	if v == nil {

@@ -87,12 +87,12 @@ func CheckReserve(n int) error {
 	return nil
 }
 
-// CheckFirstMessages checks a FirstMessages call: 1..MaxPageSize chats and a
-// limit of 1..MaxPageSize. It returns the ids as a JSON array, as SQLite's
-// json_each takes them.
-func CheckFirstMessages(chatIDs []string, limit int) ([]byte, error) {
+// CheckSinceCompaction checks a SinceCompaction call: 1..MaxPageSize chats
+// and a limit of 1..MaxPageSize. It returns the ids as a JSON array, as
+// SQLite's json_each takes them.
+func CheckSinceCompaction(chatIDs []string, limit int) ([]byte, error) {
 	if len(chatIDs) < 1 || len(chatIDs) > store.MaxPageSize || limit < 1 || limit > store.MaxPageSize {
-		return nil, fmt.Errorf("first messages: %d chats and a limit of %d; both must be in 1..%d", len(chatIDs), limit, store.MaxPageSize)
+		return nil, fmt.Errorf("messages since compaction: %d chats and a limit of %d; both must be in 1..%d", len(chatIDs), limit, store.MaxPageSize)
 	}
 	return json.Marshal(chatIDs)
 }
