@@ -6,6 +6,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -77,7 +78,7 @@ const KindContextLength = "context_length_exceeded"
 // Error is a failed model call, with what the engine needs to decide on a
 // retry and to tell the client.
 type Error struct {
-	Kind       string        // rate_limited, overloaded, server, connection, timeout, cut_stream, bad_request, auth, ...
+	Kind       string        // rate_limited, overloaded, server, connection, timeout, cut_stream, bad_request, auth, KindContextLength, ...
 	Provider   string        // "openai", "openai-responses", "anthropic", ...
 	HTTPStatus int           // 0 when no HTTP answer
 	Retryable  bool          // a later attempt may succeed
@@ -94,6 +95,18 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// KindContextLength is the Kind of a call refused because its prompt does
+// not fit the model's context window. Retrying the same request cannot
+// succeed (it is never Retryable); a shorter history can.
+const KindContextLength = "context_length_exceeded"
+
+// IsContextLength reports whether err is, or wraps, an *Error of kind
+// KindContextLength.
+func IsContextLength(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindContextLength
+}
 
 // Model is a configured model: the provider that serves it, the provider's
 // model id, and its prices.

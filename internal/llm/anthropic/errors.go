@@ -3,6 +3,7 @@ package anthropic
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -33,7 +34,20 @@ func classify(err error, streaming bool) *llm.Error {
 		e.Message = api.RawJSON()
 	}
 	e.Kind, e.Retryable = kind(string(api.Type()), e.HTTPStatus)
+	if e.Kind == "bad_request" && contextLength(e.Message) {
+		e.Kind = llm.KindContextLength
+	}
 	return e
+}
+
+// contextLength reports whether an invalid request's message says the
+// prompt does not fit the model's context window: "prompt is too long:
+// 208310 tokens > 200000 maximum", or "input length and `max_tokens` exceed
+// context limit: ..." when the prompt fits but leaves too little room for
+// the answer. The API has no code for either, so the wording is matched.
+func contextLength(message string) bool {
+	m := strings.ToLower(message)
+	return strings.Contains(m, "prompt is too long") || strings.Contains(m, "exceed context limit")
 }
 
 // kind maps the API's error type, or else the HTTP status, to an llm.Error

@@ -43,6 +43,11 @@ import (
 // ("messages.N.content.M: unexpected `tool_use_id` found in `tool_result`
 // blocks: ..."). Consecutive messages of one role count as one turn, as the
 // API merges them (see Script).
+//
+// Usage reports the scripted counts, or else the estimates (PromptTokens,
+// OutputTokens). With a context window (SetContextWindow), a request over it
+// is refused with HTTP 400 invalid_request_error "prompt is too long: P
+// tokens > W maximum".
 type Anthropic struct {
 	*Script
 	URL string // base URL for the SDK (option.WithBaseURL)
@@ -73,15 +78,16 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	authorized := r.Header.Get("x-api-key") != "" || r.Header.Get("Authorization") != ""
 	versioned := r.Header.Get("anthropic-version") != ""
+	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	var bad *historyError
 	if authorized && versioned && json.Valid(body) {
 		bad = anthropicHistoryError(body)
+		logged.PromptTokens = anthropicPromptTokens(body)
 	}
-	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	if bad != nil {
 		logged.Rejected = bad.message
 	}
-	turn, ok := f.next(logged)
+	turn, ok, window := f.next(&logged)
 	if ok {
 		turn.begin()
 	}
@@ -97,6 +103,9 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case bad != nil:
 		anthropicError(w, http.StatusBadRequest, bad.message, 0)
+		return
+	case logged.OverWindow:
+		anthropicError(w, http.StatusBadRequest, fmt.Sprintf("prompt is too long: %d tokens > %d maximum", logged.PromptTokens, window), 0)
 		return
 	case !ok:
 		anthropicError(w, http.StatusInternalServerError, "llmtest: no scripted turn left", 0)
@@ -121,6 +130,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		turn.away()
 		return
 	}
+	turn.Usage = turn.usage(logged.PromptTokens)
 	evs := anthropicEvents(turn, req.Model, fmt.Sprintf("msg_fake%06d", n))
 	gate := turn.gateAt(len(evs))
 	for i, ev := range evs {

@@ -41,6 +41,12 @@ import (
 // preceeding message with 'tool_calls'.", the API's spelling), or one
 // answering a call that message did not make (see Script).
 //
+// Usage reports the scripted counts, or else the estimates (PromptTokens,
+// OutputTokens). With a context window (SetContextWindow), a request over it
+// is refused with HTTP 400 and code context_length_exceeded: "This model's
+// maximum context length is W tokens. However, your messages resulted in P
+// tokens. Please reduce the length of the messages."
+//
 // Its *Script (Push, Requests) and URL, the base URL to give the SDK
 // (option.WithBaseURL), come from the embedded openaiFake.
 type OpenAIChat struct {
@@ -49,7 +55,10 @@ type OpenAIChat struct {
 
 // NewOpenAIChat starts a fake Chat Completions server, closed when t ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
-	f := &OpenAIChat{openaiFake{path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: chatHistoryError}}
+	f := &OpenAIChat{openaiFake{
+		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: chatHistoryError,
+		promptTokens: chatPromptTokens, tooLong: chatTooLong,
+	}}
 	f.start(t)
 	return f
 }
@@ -141,6 +150,14 @@ func openaiChatEvents(t Turn, req openaiRequest, n int64) []openaiEvent {
 		})
 	}
 	return append(evs, openaiEvent{data: "[DONE]"})
+}
+
+// chatTooLong is the API's error object for messages too long for the
+// model's context window.
+func chatTooLong(prompt int64, window int) openaiObj {
+	msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. "+
+		"Please reduce the length of the messages.", window, prompt)
+	return openaiObj{{"message", msg}, {"type", "invalid_request_error"}, {"param", "messages"}, {"code", "context_length_exceeded"}}
 }
 
 // openaiChatError is the mid-stream error event of Chat Completions.

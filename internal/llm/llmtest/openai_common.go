@@ -27,6 +27,11 @@ type openaiFake struct {
 	streamError func(t Turn, seq int) openaiEvent
 	// history is why the API would refuse the request's conversation, or nil.
 	history func(req openaiRequest) *historyError
+	// promptTokens counts the request's prompt tokens (see PromptTokens).
+	promptTokens func(req openaiRequest) int64
+	// tooLong is the API's error object for a prompt of that many tokens
+	// over a context window of window tokens.
+	tooLong func(prompt int64, window int) openaiObj
 	ids     atomic.Int64
 }
 
@@ -81,15 +86,16 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		jsonErr = json.Unmarshal(body, &req.raw)
 	}
 	authorized := strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	var bad *historyError
 	if authorized && jsonErr == nil {
 		bad = f.history(req)
+		logged.PromptTokens = f.promptTokens(req)
 	}
-	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	if bad != nil {
 		logged.Rejected = bad.message
 	}
-	turn, ok := f.next(logged)
+	turn, ok, window := f.next(&logged)
 	if ok {
 		turn.begin()
 	}
@@ -102,6 +108,9 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case bad != nil:
 		writeOpenAIError(w, http.StatusBadRequest, openaiErrorObject(http.StatusBadRequest, bad.message, bad.param), 0)
+		return
+	case logged.OverWindow:
+		writeOpenAIError(w, http.StatusBadRequest, f.tooLong(logged.PromptTokens, window), 0)
 		return
 	case !req.Stream:
 		openaiError(w, http.StatusBadRequest, "llmtest: only streaming requests are supported", 0)
@@ -125,6 +134,7 @@ func (f *openaiFake) serve(w http.ResponseWriter, r *http.Request) {
 		turn.away()
 		return
 	}
+	turn.Usage = turn.usage(logged.PromptTokens)
 	evs := f.events(turn, req, n)
 	gate := turn.gateAt(len(evs))
 	for i, ev := range evs {

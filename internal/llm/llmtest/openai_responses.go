@@ -39,6 +39,12 @@ import (
 // earlier function_call, "No tool output found for function call X." for a
 // function_call no later output answers (see Script).
 //
+// Usage reports the scripted counts, or else the estimates (PromptTokens,
+// OutputTokens). With a context window (SetContextWindow), a request over it
+// is refused with HTTP 400, param "input" and code context_length_exceeded:
+// "Your input exceeds the context window of this model. Please adjust your
+// input and try again."
+//
 // Its *Script (Push, Requests) and URL, the base URL to give the SDK
 // (option.WithBaseURL), come from the embedded openaiFake.
 type OpenAIResponses struct {
@@ -47,7 +53,10 @@ type OpenAIResponses struct {
 
 // NewOpenAIResponses starts a fake Responses server, closed when t ends.
 func NewOpenAIResponses(t testing.TB) *OpenAIResponses {
-	f := &OpenAIResponses{openaiFake{path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: responsesHistoryError}}
+	f := &OpenAIResponses{openaiFake{
+		path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: responsesHistoryError,
+		promptTokens: responsesPromptTokens, tooLong: responsesTooLong,
+	}}
 	f.start(t)
 	return f
 }
@@ -193,6 +202,15 @@ func openaiResponsesEvents(t Turn, req openaiRequest, n int64) []openaiEvent {
 	}
 	add("response.completed", openaiField{"response", openaiResponse(req, id, n, "completed", output, usage)})
 	return evs
+}
+
+// responsesTooLong is the API's error object for input too long for the
+// model's context window; unlike Chat Completions, it gives no numbers.
+func responsesTooLong(int64, int) openaiObj {
+	return openaiObj{
+		{"message", "Your input exceeds the context window of this model. Please adjust your input and try again."},
+		{"type", "invalid_request_error"}, {"param", "input"}, {"code", "context_length_exceeded"},
+	}
 }
 
 // openaiResponsesError is the mid-stream error event of the Responses API,

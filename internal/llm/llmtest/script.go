@@ -105,7 +105,9 @@ type ToolCall struct {
 	Args string
 }
 
-// Usage scripts the token counts a turn reports.
+// Usage scripts the token counts a turn reports. A count left 0 is the
+// fake's estimate instead: PromptTokens of the request for InputTokens,
+// OutputTokens of the turn for OutputTokens.
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
@@ -117,11 +119,16 @@ type Usage struct {
 // that do not pair up) gets the API's HTTP 400 and uses no turn, since the
 // real API generates nothing for it; the log marks it Rejected, and the
 // test's output says why.
+//
+// With a context window (SetContextWindow), a request whose prompt has more
+// tokens than the window (see PromptTokens) gets the API's HTTP 400 for a
+// prompt too long and uses no turn either; the log marks it OverWindow.
 type Script struct {
 	t        testing.TB // logs each refusal, so the failing test says why
 	mu       sync.Mutex
 	turns    []Turn
 	requests []Request
+	window   int // the context window in tokens; 0: none
 }
 
 // Request is one request a fake received.
@@ -132,6 +139,34 @@ type Request struct {
 	// Rejected is the error message of the HTTP 400 the fake answered
 	// because the request's history was malformed; "" when it was not.
 	Rejected string
+	// PromptTokens is the fake's count of the request's prompt tokens, as
+	// PromptTokens estimates them; 0 for a request it could not read.
+	PromptTokens int64
+	// OverWindow says the fake refused the request as too long for the
+	// context window.
+	OverWindow bool
+}
+
+// SetContextWindow gives the fake a context window of tokens: from now on a
+// request whose PromptTokens exceed it is refused with the API's error for
+// a prompt too long (HTTP 400, and no turn used). 0 removes the window.
+func (s *Script) SetContextWindow(tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.window = tokens
+}
+
+// MaxPromptTokens returns the largest PromptTokens of the requests received
+// so far, refused ones included, so a test can check that none was over a
+// window.
+func (s *Script) MaxPromptTokens() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var most int64
+	for _, r := range s.requests {
+		most = max(most, r.PromptTokens)
+	}
+	return most
 }
 
 // Push appends turns to the queue.
@@ -162,22 +197,28 @@ func (s *Script) Rejections() []string {
 	return out
 }
 
-// next records a request and pops the turn that answers it; a rejected
-// request pops none.
-func (s *Script) next(r Request) (Turn, bool) {
+// next records a request, marking it OverWindow if its prompt exceeds the
+// context window, and pops the turn that answers it; a request rejected for
+// its history or over the window pops none. It returns the window too, for
+// the error that refuses the request.
+func (s *Script) next(r *Request) (Turn, bool, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, r)
-	if r.Rejected != "" {
+	r.OverWindow = r.Rejected == "" && s.window > 0 && r.PromptTokens > int64(s.window)
+	s.requests = append(s.requests, *r)
+	switch {
+	case r.Rejected != "":
 		s.t.Logf("llmtest: refused request %d with HTTP 400 for its history: %s", len(s.requests), r.Rejected)
-		return Turn{}, false
-	}
-	if len(s.turns) == 0 {
-		return Turn{}, false
+		return Turn{}, false, s.window
+	case r.OverWindow:
+		s.t.Logf("llmtest: refused request %d with HTTP 400: its %d prompt tokens exceed the context window of %d", len(s.requests), r.PromptTokens, s.window)
+		return Turn{}, false, s.window
+	case len(s.turns) == 0:
+		return Turn{}, false, s.window
 	}
 	t := s.turns[0]
 	s.turns = s.turns[1:]
-	return t, true
+	return t, true, s.window
 }
 
 // Chunks splits s into pieces of n runes (n <= 0 means 4).

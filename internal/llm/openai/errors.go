@@ -2,11 +2,15 @@ package openai
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -62,20 +66,25 @@ func cutStream(provider string, err error) *llm.Error {
 }
 
 // statusError classifies an HTTP error answer by its status and error code,
-// honouring x-should-retry and Retry-After when the server sends them.
+// honouring x-should-retry and Retry-After when the server sends them. A
+// prompt too long for the model's context window is never retried: the same
+// request would fail again.
 func statusError(provider string, e *sdk.Error) *llm.Error {
-	kind, retryable := statusKind(e.StatusCode, e.Code)
+	code, typ, msg := e.Code, e.Type, e.Message
+	if msg == "" {
+		code, typ, msg = topLevelError(e)
+	}
+	kind, retryable := statusKind(e.StatusCode, code, typ, msg)
 	var retryAfter time.Duration
 	if e.Response != nil {
 		switch e.Response.Header.Get("x-should-retry") {
 		case "true":
-			retryable = true
+			retryable = kind != llm.KindContextLength
 		case "false":
 			retryable = false
 		}
 		retryAfter = llm.ParseRetryAfter(e.Response.Header, time.Now())
 	}
-	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.StatusCode)
 	}
@@ -85,10 +94,36 @@ func statusError(provider string, e *sdk.Error) *llm.Error {
 	}
 }
 
-// statusKind maps an HTTP status (and OpenAI error code) to a kind and
-// whether a later attempt may succeed.
-func statusKind(status int, code string) (string, bool) {
+// topLevelError reads the code, type and message of an error body that does
+// not nest them in an "error" object, as some OpenAI-compatible servers
+// (older vLLM) write it: {"object":"error","message":...,"code":400}. The
+// SDK keeps the body readable for this; it is put back for later readers.
+func topLevelError(e *sdk.Error) (code, typ, message string) {
+	if e.Response == nil || e.Response.Body == nil {
+		return "", "", ""
+	}
+	data, _ := io.ReadAll(io.LimitReader(e.Response.Body, 1<<20))
+	e.Response.Body = io.NopCloser(bytes.NewReader(data))
+	var body struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}
+	if json.Unmarshal(data, &body) != nil {
+		return "", "", ""
+	}
+	if body.Code != nil {
+		code = fmt.Sprint(body.Code)
+	}
+	return code, body.Type, body.Message
+}
+
+// statusKind maps an HTTP status (and OpenAI error code, type and message)
+// to a kind and whether a later attempt may succeed.
+func statusKind(status int, code, typ, message string) (string, bool) {
 	switch {
+	case status >= 400 && status < 500 && status != http.StatusTooManyRequests && contextLength(code, typ, message):
+		return llm.KindContextLength, false
 	case status == http.StatusTooManyRequests && code == "insufficient_quota":
 		return "quota", false
 	case status == http.StatusTooManyRequests:
@@ -111,11 +146,28 @@ func statusKind(status int, code string) (string, bool) {
 	return "bad_request", false
 }
 
+// contextLength reports whether an error says the prompt does not fit the
+// model's context window: OpenAI's code (Chat Completions and Responses),
+// llama.cpp's type, or the wording of OpenAI-compatible servers that send
+// no such code (vLLM, DeepSeek, OpenRouter, Mistral: "maximum context
+// length"; llama.cpp: "exceeds the available context size").
+func contextLength(code, typ, message string) bool {
+	if code == "context_length_exceeded" || typ == "exceed_context_size_error" {
+		return true
+	}
+	m := strings.ToLower(message)
+	return strings.Contains(m, "maximum context length") ||
+		strings.Contains(m, "exceeds the context window") ||
+		strings.Contains(m, "exceeds the available context size")
+}
+
 // eventError is an error the server sent inside a 200 stream, classified by
 // its code or type.
 func eventError(provider, code, typ, message string, err error) *llm.Error {
 	kind, retryable := "provider_error", false
 	switch {
+	case contextLength(code, typ, message):
+		kind = llm.KindContextLength
 	case code == "insufficient_quota":
 		kind = "quota"
 	case code == "rate_limit_exceeded" || code == "too_many_requests" || typ == "requests" || typ == "tokens" || typ == "too_many_requests":
@@ -124,7 +176,7 @@ func eventError(provider, code, typ, message string, err error) *llm.Error {
 		kind, retryable = "overloaded", true
 	case code == "server_error" || code == "internal_error" || typ == "server_error":
 		kind, retryable = "server", true
-	case code == "context_length_exceeded" || typ == "invalid_request_error":
+	case typ == "invalid_request_error":
 		kind = "bad_request"
 	}
 	if message == "" {
