@@ -57,9 +57,10 @@ type Model struct {
 }
 
 // Window returns the model's context window in tokens: context_window, else
-// the known window of its model id, else 0 (unknown).
+// the known window of its model id on the provider's own API (not behind
+// a base_url, which may serve anything under that name), else 0 (unknown).
 func (m Model) Window() int64 {
-	if m.ContextWindow > 0 {
+	if m.ContextWindow > 0 || m.BaseURL != "" {
 		return m.ContextWindow
 	}
 	return knownWindow(m.Provider, m.Model)

@@ -71,10 +71,6 @@ type Usage struct {
 	OutputTokens int64
 }
 
-// KindContextLength is the Error.Kind of a request the provider refused as
-// longer than the model's context window.
-const KindContextLength = "context_length_exceeded"
-
 // Error is a failed model call, with what the engine needs to decide on a
 // retry and to tell the client.
 type Error struct {

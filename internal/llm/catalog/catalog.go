@@ -42,7 +42,8 @@ func New(cfg *config.Config, getenv func(string) string) (*Catalog, error) {
 		default:
 			return nil, fmt.Errorf("model %s: unknown provider %q", m.Name, m.Provider)
 		}
-		lm := llm.Model{Name: m.Name, Provider: p, ModelID: m.Model}
+		lm := llm.Model{Name: m.Name, Provider: p, ModelID: m.Model,
+			ContextWindow: m.Window(), CompactAt: m.CompactFraction(), CompactionModel: m.CompactionModel}
 		if m.Price != nil {
 			lm.InputPerMTok, lm.OutputPerMTok = m.Price.InputPerMTok, m.Price.OutputPerMTok
 		}

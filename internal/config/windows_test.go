@@ -1,4 +1,4 @@
-package catalog
+package config
 
 import "testing"
 
@@ -32,9 +32,9 @@ func TestContextWindow(t *testing.T) {
 		{"openai", "", 0, false},
 	}
 	for _, tt := range tests {
-		w, ok := ContextWindow(tt.provider, tt.model)
+		w, ok := builtinWindow(tt.provider, tt.model)
 		if w != tt.window || ok != tt.known {
-			t.Errorf("ContextWindow(%q, %q) = %d, %v; want %d, %v", tt.provider, tt.model, w, ok, tt.window, tt.known)
+			t.Errorf("builtinWindow(%q, %q) = %d, %v; want %d, %v", tt.provider, tt.model, w, ok, tt.window, tt.known)
 		}
 	}
 }
