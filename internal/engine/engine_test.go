@@ -380,7 +380,7 @@ func TestLongHistoryReachesTheModelWhole(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Push(llmtest.Turn{Text: "done"})
 	c := h.create("m0") // pending; no engine runs yet
-	const n = 250       // past the first page, and past ListMessages' page too
+	const n = 251       // past the first page and ListMessages' page, ending with a user message
 	_, err := h.st.InTx(context.Background(), func(tx store.Tx) error {
 		for i := 1; i < n; i++ {
 			role := chat.RoleAssistant
