@@ -215,10 +215,13 @@ func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs ob
 		if m.Role != chat.RoleAssistant {
 			return nil
 		}
-		out.Steps = append(out.Steps, m)
 		if m.Usage != nil {
-			out.Usage = out.Usage.Add(*m.Usage)
+			out.Usage = out.Usage.Add(*m.Usage) // a compaction's too: it was spent answering
 		}
+		if chat.IsCompaction(m) {
+			return nil // not an answer: the run summarised the conversation first
+		}
+		out.Steps = append(out.Steps, m)
 		if obs != nil {
 			return obs.message(m)
 		}
