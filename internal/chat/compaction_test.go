@@ -112,7 +112,9 @@ func TestCompactionCutKeepsWhatFits(t *testing.T) {
 // messages up to the newest one's cut leave the view.
 func TestForModelStartsAtTheNewestSummary(t *testing.T) {
 	u := func(id int64, s string) Message { return Message{ID: id, Role: RoleUser, Parts: []Part{TextPart(s)}} }
-	a := func(id int64, s string) Message { return Message{ID: id, Role: RoleAssistant, Parts: []Part{TextPart(s)}} }
+	a := func(id int64, s string) Message {
+		return Message{ID: id, Role: RoleAssistant, Parts: []Part{TextPart(s)}}
+	}
 	c := func(id, through int64, s string) Message {
 		return Message{ID: id, Role: RoleAssistant, Parts: []Part{{Type: PartCompaction, Summary: s, ThroughMessageID: through}}}
 	}
