@@ -1,0 +1,138 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// turns is a history of n answered turns; the ids are the store's.
+func turns(n int) []chat.Message {
+	var msgs []chat.Message
+	for i := range n {
+		msgs = append(msgs,
+			chat.Message{Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(fmt.Sprintf("q%d", i))}},
+			chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart(fmt.Sprintf("a%d", i))}})
+	}
+	return msgs
+}
+
+// toWaiting is a created chat's walk from pending to waiting, as a run.
+var toWaiting = []store.Transition{{From: chat.Waiting, To: chat.Pending}, {From: chat.Pending, To: chat.Running}, {From: chat.Running, To: chat.Waiting}}
+
+// TestEditRegenerateForkCompactStatusRules: each operation answers what its
+// status rules and input call for, on both stores, and a refused one writes
+// nothing.
+func TestEditRegenerateForkCompactStatusRules(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		tok := s.token("alice")
+		c := s.createChat(tok, map[string]any{})
+		s.force(c.ID, turns(2), toWaiting...)
+		msgs := s.messages(tok, c.ID)
+		base := "/api/v1/chats/" + c.ID
+
+		// Wrong messages and bodies.
+		s.do("PATCH", fmt.Sprintf("%s/messages/%d", base, msgs[1].ID), tok, map[string]any{"content": "x"}).expectError(t, http.StatusBadRequest, "not_a_user_message")
+		s.do("PATCH", base+"/messages/999999", tok, map[string]any{"content": "x"}).expectError(t, http.StatusNotFound, "message_not_found")
+		s.do("PATCH", base+"/messages/abc", tok, map[string]any{"content": "x"}).expectError(t, http.StatusBadRequest, "invalid_path")
+		s.do("PATCH", fmt.Sprintf("%s/messages/%d", base, msgs[0].ID), tok, map[string]any{}).expectError(t, http.StatusBadRequest, "invalid_field")
+		s.do("POST", base+"/fork", tok, map[string]any{"message_id": 999999}).expectError(t, http.StatusNotFound, "message_not_found")
+		s.do("POST", base+"/fork", tok, map[string]any{}).expectError(t, http.StatusBadRequest, "invalid_field")
+		other := s.token("bob")
+		s.do("POST", base+"/regenerate", other, nil).expectError(t, http.StatusNotFound, "not_found")
+
+		// Busy: 409 for each, and nothing changes.
+		s.force(c.ID, nil, store.Transition{From: chat.Waiting, To: chat.Pending})
+		for _, op := range []struct{ method, path string }{{"POST", "/compact"}, {"POST", "/regenerate"}, {"PATCH", fmt.Sprintf("/messages/%d", msgs[0].ID)}} {
+			s.do(op.method, base+op.path, tok, map[string]any{"content": "x"}).expectError(t, http.StatusConflict, "status_conflict")
+		}
+		if got := s.messages(tok, c.ID); len(got) != len(msgs) || got[0].Parts[0].Text != "q0" {
+			t.Fatalf("a refused operation changed the history: %+v", got)
+		}
+		s.force(c.ID, nil, store.Transition{From: chat.Pending, To: chat.Running}, store.Transition{From: chat.Running, To: chat.Waiting})
+
+		// Fork at an answer: waiting, a copy up to it, labelled.
+		var fork chat.Chat
+		s.do("POST", base+"/fork", tok, map[string]any{"message_id": msgs[1].ID}).expect(t, http.StatusCreated, &fork)
+		if fork.Status != chat.Waiting || fork.Labels["forked_from"] != c.ID || fork.Owner != c.Owner || fork.ID == c.ID {
+			t.Fatalf("fork %+v", fork)
+		}
+		if got := s.messages(tok, fork.ID); len(got) != 2 || got[1].Parts[0].Text != "a0" {
+			t.Fatalf("fork's history %+v, want q0 a0", got)
+		}
+		// Fork at a user message: pending, to answer it.
+		s.do("POST", base+"/fork", tok, map[string]any{"message_id": msgs[2].ID}).expect(t, http.StatusCreated, &fork)
+		if fork.Status != chat.Pending {
+			t.Fatalf("a fork at a user message is %s, want pending", fork.Status)
+		}
+
+		// Edit the first message: its content changes, the rest is superseded.
+		var edited chat.Chat
+		s.do("PATCH", fmt.Sprintf("%s/messages/%d", base, msgs[0].ID), tok, map[string]any{"content": "q0 again"}).expect(t, http.StatusOK, &edited)
+		if edited.Status != chat.Pending {
+			t.Fatalf("edited chat is %s, want pending", edited.Status)
+		}
+		if got := s.messages(tok, c.ID); len(got) != 1 || got[0].Parts[0].Text != "q0 again" {
+			t.Fatalf("after the edit: %+v", got)
+		}
+		var all struct{ Messages []chat.Message }
+		s.do("GET", base+"/messages?superseded=true", tok, nil).expect(t, http.StatusOK, &all)
+		if len(all.Messages) != 4 || all.Messages[0].Superseded || !all.Messages[1].Superseded || !all.Messages[3].Superseded {
+			t.Fatalf("with superseded: %+v", all.Messages)
+		}
+		s.do("GET", base+"/messages?superseded=maybe", tok, nil).expectError(t, http.StatusBadRequest, "invalid_query")
+
+		// Regenerate: the answer after the last user message is superseded.
+		s.force(c.ID, []chat.Message{{Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("new a0")}}},
+			store.Transition{From: chat.Pending, To: chat.Running}, store.Transition{From: chat.Running, To: chat.Waiting})
+		var regen chat.Chat
+		s.do("POST", base+"/regenerate", tok, nil).expect(t, http.StatusOK, &regen)
+		if got := s.messages(tok, c.ID); regen.Status != chat.Pending || len(got) != 1 {
+			t.Fatalf("after regenerate: %s %+v", regen.Status, got)
+		}
+
+		// Compact: one turn is nothing to compact; two are something.
+		s.force(c.ID, nil, store.Transition{From: chat.Pending, To: chat.Running}, store.Transition{From: chat.Running, To: chat.Waiting})
+		s.do("POST", base+"/compact", tok, nil).expectError(t, http.StatusConflict, "nothing_to_compact")
+		s.force(c.ID, turns(1))
+		var compacting chat.Chat
+		s.do("POST", base+"/compact", tok, nil).expect(t, http.StatusAccepted, &compacting)
+		if compacting.Status != chat.Pending {
+			t.Fatalf("compacting chat is %s", compacting.Status)
+		}
+	})
+}
+
+// TestForkInsideAStepRefused: a fork point between a call and its results
+// is a 400, at the assistant message and at a first tool message of two.
+func TestForkInsideAStepRefused(t *testing.T) {
+	s := newSQLite(t)
+	tok := s.token("alice")
+	c := s.createChat(tok, map[string]any{})
+	call := func(id string) chat.Part {
+		return chat.Part{Type: chat.PartToolCall, ToolCallID: id, ToolName: "t", Args: json.RawMessage(`{}`)}
+	}
+	result := func(id string) chat.Part {
+		return chat.Part{Type: chat.PartToolResult, ToolCallID: id, ToolName: "t", Output: json.RawMessage(`1`)}
+	}
+	s.force(c.ID, []chat.Message{
+		{Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("go")}},
+		{Role: chat.RoleAssistant, Parts: []chat.Part{call("c1"), call("c2")}},
+		{Role: chat.RoleTool, Parts: []chat.Part{result("c1")}},
+		{Role: chat.RoleTool, Parts: []chat.Part{result("c2")}},
+		{Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("done")}},
+	}, toWaiting...)
+	msgs := s.messages(tok, c.ID)
+	for _, at := range []int{1, 2} {
+		s.do("POST", "/api/v1/chats/"+c.ID+"/fork", tok, map[string]any{"message_id": msgs[at].ID}).expectError(t, http.StatusBadRequest, "fork_inside_step")
+	}
+	var fork chat.Chat
+	s.do("POST", "/api/v1/chats/"+c.ID+"/fork", tok, map[string]any{"message_id": msgs[3].ID}).expect(t, http.StatusCreated, &fork)
+	if got := s.messages(tok, fork.ID); len(got) != 4 {
+		t.Fatalf("fork after the step holds %d messages, want 4", len(got))
+	}
+}
