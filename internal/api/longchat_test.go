@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -135,4 +137,47 @@ func TestForkInsideAStepRefused(t *testing.T) {
 	if got := s.messages(tok, fork.ID); len(got) != 4 {
 		t.Fatalf("fork after the step holds %d messages, want 4", len(got))
 	}
+}
+
+// TestFortyTurnsOnASmallWindow: a chat of 40 turns on a model with a
+// 3,000-token window answers every turn through the API; no request passes
+// the window, the chat compacts along the way, shows where it stands
+// against the window, and its transcript stays whole.
+func TestFortyTurnsOnASmallWindow(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	fake.SetContextWindow(3000)
+	for i := range 200 { // answers and summaries alike
+		fake.Push(llmtest.Turn{Text: fmt.Sprintf("reply %d: %s", i, strings.Repeat("r", 560))})
+	}
+	s := newLive(t, fake, func(su *setup) { su.cfg.Models[0].ContextWindow = 3000 })
+	tok := s.token("alice")
+	c := s.createChat(tok, map[string]any{})
+	for i := range 40 {
+		s.postText(tok, c.ID, fmt.Sprintf("turn %d: %s", i, strings.Repeat("q", 560)))
+		s.waitFor(tok, c.ID, chat.Waiting)
+	}
+	if got := fake.MaxPromptTokens(); got > 3000 {
+		t.Fatalf("a request of %d tokens passed the window", got)
+	}
+	msgs := s.messages(tok, c.ID)
+	users, answers, compactions := 0, 0, 0
+	for _, m := range msgs {
+		switch {
+		case chat.IsCompaction(m):
+			compactions++
+		case m.Role == chat.RoleUser:
+			users++
+		case m.Role == chat.RoleAssistant:
+			answers++
+		}
+	}
+	if users != 40 || answers != 40 || compactions < 3 {
+		t.Fatalf("transcript: %d user messages, %d answers, %d compactions; want 40, 40 and several", users, answers, compactions)
+	}
+	var got chat.Chat
+	s.do("GET", "/api/v1/chats/"+c.ID, tok, nil).expect(t, http.StatusOK, &got)
+	if got.Context == nil || got.Context.Window != 3000 || got.Context.Tokens <= 0 || got.Context.Tokens > 3000 {
+		t.Fatalf("context %+v", got.Context)
+	}
+	t.Logf("40 turns: %d compactions, %d model calls, context now %+v", compactions, len(fake.Requests()), *got.Context)
 }
