@@ -114,6 +114,7 @@ func insertHistories(ctx context.Context, st store.Store, sizes []int, perSize i
 		return nil, fmt.Errorf("history: insert chats: %w", err)
 	}
 	var batch []chat.Message
+	tails := map[string][]chat.Message{} // each chat's last messages, once inserted
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -141,6 +142,10 @@ func insertHistories(ctx context.Context, st store.Store, sizes []int, perSize i
 		if err != nil {
 			return fmt.Errorf("history: insert messages: %w", err)
 		}
+		for _, m := range batch {
+			t := append(tails[m.ChatID], m)
+			tails[m.ChatID] = t[max(0, len(t)-historyVerbatim):]
+		}
 		batch = batch[:0]
 		return nil
 	}
@@ -157,7 +162,34 @@ func insertHistories(ctx context.Context, st store.Store, sizes []int, perSize i
 	if err := flush(); err != nil {
 		return nil, err
 	}
+	// A long chat has been compacted, as it would have been on its way:
+	// the model sees a summary, then its last turns.
+	for _, hc := range chats {
+		if c, ok := historyCompaction(hc.id, tails[hc.id]); hc.size > historyVerbatim && ok {
+			batch = append(batch, c)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
 	return chats, nil
+}
+
+// historyVerbatim is how many of a long history's last messages stay
+// verbatim after its compaction, at most.
+const historyVerbatim = 12
+
+// historyCompaction is a compaction of a history that keeps its tail from
+// the tail's first user message on verbatim; false if the tail has none
+// after its first message.
+func historyCompaction(chatID string, tail []chat.Message) (chat.Message, bool) {
+	for i := 1; i < len(tail); i++ {
+		if tail[i].Role == chat.RoleUser {
+			return chat.Message{ChatID: chatID, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartCompaction,
+				Summary: historyAnswer, Source: chat.CompactAuto, ThroughMessageID: tail[i-1].ID}}}, true
+		}
+	}
+	return chat.Message{}, false
 }
 
 // Texts of the generated histories: a user's question and an assistant's
@@ -262,7 +294,7 @@ func measureRuns(ctx context.Context, r *replica, chats []historyChat, steps int
 }
 
 // checkHistoryRun checks that a chat's run ended waiting, with its prior
-// messages, the user message, and per step an assistant message (and a
+// messages (and compaction), the user message, and per step an assistant message (and a
 // tool message for each tool step).
 func checkHistoryRun(ctx context.Context, st store.Store, hc historyChat, steps int) error {
 	c, err := st.GetChat(ctx, hc.id)
@@ -273,7 +305,11 @@ func checkHistoryRun(ctx context.Context, st store.Store, hc historyChat, steps 
 	if err := store.ForEachMessage(ctx, st, hc.id, 0, func(chat.Message) error { n++; return nil }); err != nil {
 		return fmt.Errorf("history: check run: %w", err)
 	}
-	if want := hc.size + 1 + steps + steps - 1; c.Status != chat.Waiting || n != want {
+	want := hc.size + 1 + steps + steps - 1
+	if hc.size > historyVerbatim {
+		want++ // its compaction
+	}
+	if c.Status != chat.Waiting || n != want {
 		return fmt.Errorf("history: chat %s is %s with %d messages (last_error %v), want waiting with %d", hc.id, c.Status, n, c.LastError, want)
 	}
 	return nil
@@ -468,12 +504,10 @@ func (b *bench) historyRows(ctx context.Context, db string, r *replica) {
 		fmt.Sprintf("parley's time per step after a run's first, %s", db))
 	b.growthRows(ho.sizes, res.posts, postMetric,
 		fmt.Sprintf("POST /tool-results, %s", db))
-	firsts := make([]string, len(ho.sizes))
-	for i, n := range ho.sizes {
-		firsts[i] = fmt.Sprintf("%s at %s", ms(res.first[n].percentile(0.5)), thousands(int64(n)))
-	}
-	b.t.note("%s: a run's first step, from the chat's acquisition to its first model call (it reads the whole history), median of %d runs: %s prior messages.",
-		db, ho.chats, strings.Join(firsts, ", "))
+	b.growthRows(ho.sizes, res.first, func(n int) string {
+		return fmt.Sprintf("a run's first step, acquisition to first model call, %s, %s prior messages, compacted past %d (%d runs)",
+			db, thousands(int64(n)), historyVerbatim, ho.chats)
+	}, fmt.Sprintf("a run's first step (it reads the history from the newest compaction on), %s", db))
 }
 
 // growthRows adds, for each size, a row with the median (and the p99) of

@@ -80,7 +80,7 @@ const (
 	groupDispatch = "dispatch" // dispatcher overhead
 	groupLua      = "lua"      // the Lua source
 	groupMCP      = "mcp"      // an MCP source over stdio
-	groupHistory  = "history"  // step and POST /tool-results cost by history length
+	groupHistory  = "history"  // step and POST /tool-results cost by history length; a long chat on a small window
 	groupFacade   = "facade"   // the OpenAI-compatible facade over direct model calls
 )
 

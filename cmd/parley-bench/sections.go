@@ -41,6 +41,7 @@ func (b *bench) sqlite(ctx context.Context) {
 	}
 	if b.runs(groupHistory) {
 		b.historyRows(ctx, "SQLite", r)
+		b.compactionRows(ctx, "SQLite", r)
 	}
 }
 

@@ -126,15 +126,22 @@ func EstimateTokens(msgs []Message) int64 {
 // ContextTokens estimates the tokens of the next model request over
 // history (a chat's messages, or those from the newest compaction on): the
 // input and output tokens the provider reported for the newest answer
-// since the newest compaction, plus an estimate of what came after it.
+// made after the newest compaction, plus an estimate of what came after
+// it (an answer the compaction kept verbatim reported what it summarised).
 // Without such an answer it estimates the whole view, and adds fixed, an
 // estimate of what every request carries besides its messages (the system
 // prompt, the tools' definitions).
 func ContextTokens(history []Message, fixed int64) int64 {
 	summary, live := SinceCompaction(history)
+	var since int64 // the newest compaction's id: an answer before it reported what it summarised
+	for _, m := range history {
+		if IsCompaction(m) {
+			since = m.ID
+		}
+	}
 	for i := len(live) - 1; i >= 0; i-- {
 		m := live[i]
-		if m.Role == RoleAssistant && m.Usage != nil && m.Usage.InputTokens > 0 {
+		if m.ID > since && m.Role == RoleAssistant && m.Usage != nil && m.Usage.InputTokens > 0 {
 			return m.Usage.InputTokens + m.Usage.OutputTokens + EstimateTokens(live[i+1:])
 		}
 	}

@@ -189,3 +189,26 @@ func TestTranscriptFitsItsBudget(t *testing.T) {
 		t.Fatalf("a transcript over its budget: %d tokens", EstimateText(tiny))
 	}
 }
+
+// TestContextAfterACompaction: an answer kept verbatim reported the tokens
+// of what was summarised since; the context counts from the summary on.
+func TestContextAfterACompaction(t *testing.T) {
+	h := []Message{
+		{ID: 1, Role: RoleUser, Parts: []Part{TextPart("old question")}},
+		{ID: 2, Role: RoleAssistant, Parts: []Part{TextPart("old answer")}, Usage: &Usage{InputTokens: 90000, OutputTokens: 10}},
+		{ID: 3, Role: RoleUser, Parts: []Part{TextPart("question")}},
+		{ID: 4, Role: RoleAssistant, Parts: []Part{TextPart("answer")}, Usage: &Usage{InputTokens: 100000, OutputTokens: 100}},
+	}
+	if got := ContextTokens(h, 0); got != 100100 {
+		t.Fatalf("before compacting: %d, want the reported 100100", got)
+	}
+	h = append(h, Message{ID: 5, Role: RoleAssistant, Parts: []Part{{Type: PartCompaction, Summary: "s", ThroughMessageID: 2}}})
+	if got := ContextTokens(h, 0); got > 1000 {
+		t.Fatalf("after compacting: %d, still the answer's report of what was summarised", got)
+	}
+	h = append(h, Message{ID: 6, Role: RoleUser, Parts: []Part{TextPart("next")}},
+		Message{ID: 7, Role: RoleAssistant, Parts: []Part{TextPart("next answer")}, Usage: &Usage{InputTokens: 500, OutputTokens: 5}})
+	if got := ContextTokens(h, 0); got != 505 {
+		t.Fatalf("after a new answer: %d, want its report 505", got)
+	}
+}
