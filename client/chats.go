@@ -111,15 +111,28 @@ func (c *Client) DeleteChat(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, chatPath(id), nil, nil, nil)
 }
 
+// MessagesOption changes what ListMessages and AllMessages read.
+type MessagesOption func(url.Values)
+
+// IncludeSuperseded makes ListMessages and AllMessages read the messages an
+// edit or a regeneration superseded too, in id order among the others, each
+// with Superseded set; the model no longer sees them.
+func IncludeSuperseded() MessagesOption {
+	return func(q url.Values) { q.Set("superseded", "true") }
+}
+
 // ListMessages reads up to limit messages after the message id after (0:
 // from the start; limit 0: the server's default), in id order.
-func (c *Client) ListMessages(ctx context.Context, id string, after int64, limit int) ([]Message, error) {
+func (c *Client) ListMessages(ctx context.Context, id string, after int64, limit int, opts ...MessagesOption) ([]Message, error) {
 	q := url.Values{}
 	if after > 0 {
 		q.Set("after", strconv.FormatInt(after, 10))
 	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
+	}
+	for _, o := range opts {
+		o(q)
 	}
 	var body struct {
 		Messages []Message `json:"messages"`
@@ -131,11 +144,11 @@ func (c *Client) ListMessages(ctx context.Context, id string, after int64, limit
 }
 
 // AllMessages reads every message after the message id after.
-func (c *Client) AllMessages(ctx context.Context, id string, after int64) ([]Message, error) {
+func (c *Client) AllMessages(ctx context.Context, id string, after int64, opts ...MessagesOption) ([]Message, error) {
 	const page = 500
 	var all []Message
 	for {
-		msgs, err := c.ListMessages(ctx, id, after, page)
+		msgs, err := c.ListMessages(ctx, id, after, page, opts...)
 		if err != nil {
 			return all, err
 		}

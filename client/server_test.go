@@ -55,7 +55,9 @@ func newServerWith(t *testing.T, reg *tools.Registry) *server {
 	st := sqlitetest.Open(t, t.TempDir())
 	cfg := config.Default()
 	// "ghost" is configured but the engine does not have it: its chats fail.
-	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo"}, {Name: "ghost", Provider: "echo", Model: "echo"}}
+	// "echo" has a context window, so its chats show their context; it is
+	// large enough that nothing is compacted unless asked.
+	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo", ContextWindow: 100_000}, {Name: "ghost", Provider: "echo", Model: "echo"}}
 	cfg.DefaultModel = "echo"
 	ps := memory.New()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -69,7 +71,7 @@ func newServerWith(t *testing.T, reg *tools.Registry) *server {
 	}
 	eng := engine.New(engine.Config{PollInterval: 50 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
 		LeaseTTL: 2 * time.Second, DeltaFlush: time.Millisecond},
-		st, ps, models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo"}}, tl, log)
+		st, ps, models{"echo": {Name: "echo", Provider: echo.New(), ModelID: "echo", ContextWindow: 100_000}}, tl, log)
 	ectx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ectx) }()

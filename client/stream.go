@@ -17,6 +17,10 @@ const (
 	EventActionRequired = "action_required"
 	EventRetry          = "retry"
 	EventError          = "error"
+	// EventHistory follows an edit or a regeneration: the messages after
+	// SupersededAfter were superseded (drop them from view), and Message,
+	// when set, is the edited user message (replace it).
+	EventHistory = "history"
 )
 
 // Delta types of part events.
@@ -55,6 +59,10 @@ type ChatEvent struct {
 
 	// error: the run failed (the chat's status becomes "error").
 	Error *ChatError
+
+	// history: the id after which the messages were superseded; Message
+	// is the edited message, if any (the cursor does not move).
+	SupersededAfter int64
 
 	// Data is the event's JSON, for kinds this client does not know.
 	Data json.RawMessage
@@ -182,6 +190,8 @@ func (s *ChatStream) decode(raw sseEvent) (ev ChatEvent, ok bool, err error) {
 		Part      *Delta     `json:"part"`
 		ToolCalls []ToolCall `json:"tool_calls"`
 		Deadline  time.Time  `json:"deadline"`
+
+		SupersededAfter int64 `json:"superseded_after"`
 	}
 	switch raw.Event {
 	case EventRetry:
@@ -222,6 +232,8 @@ func (s *ChatStream) decode(raw sseEvent) (ev ChatEvent, ok bool, err error) {
 		ev.MessageID, ev.Part = body.MessageID, body.Part
 	case EventActionRequired:
 		ev.ToolCalls, ev.Deadline = body.ToolCalls, body.Deadline
+	case EventHistory:
+		ev.SupersededAfter, ev.Message = body.SupersededAfter, body.Message
 	}
 	return ev, true, nil
 }

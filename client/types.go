@@ -32,6 +32,9 @@ type Chat struct {
 	Usage          Usage             `json:"usage"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// Context is where the chat stands against its model's context window;
+	// nil when the window is unknown, and in lists of chats.
+	Context *ChatContext `json:"context,omitempty"`
 	// Version grows with every change of the chat; of two copies of a chat,
 	// the one with the greater Version is the newer.
 	Version int64 `json:"version"`
@@ -39,6 +42,14 @@ type Chat struct {
 	// the request without refusing it, like a glob of Tools that matches no
 	// server-side tool now.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ChatContext is the estimated size of a chat's next model request against
+// its model's context window, in tokens.
+type ChatContext struct {
+	Tokens  int64   `json:"tokens"`
+	Window  int64   `json:"window"`
+	Percent float64 `json:"percent"` // 100 * Tokens / Window, to one decimal
 }
 
 // RequiredAction is what a chat in requires_action waits for, before
@@ -126,6 +137,10 @@ type Message struct {
 	Parts     []Part    `json:"parts"`
 	Usage     *Usage    `json:"usage,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Superseded marks a message an edit or a regeneration replaced: the
+	// model no longer sees it, and reads leave it out unless asked for it
+	// (IncludeSuperseded).
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // Text joins the message's text parts.
@@ -152,10 +167,22 @@ const (
 	// PartToolStarted marks an approved call as started, after its
 	// decision and before its result; the model does not see it either.
 	PartToolStarted = "tool-started"
+	// PartCompaction is the only part of an assistant message that
+	// summarises the conversation up to its ThroughMessageID: the model sees
+	// the summary in place of those messages, which stay in the history.
+	PartCompaction = "compaction"
+)
+
+// Why a compaction was made (Part.Source of a PartCompaction).
+const (
+	CompactAuto     = "auto"     // the chat neared its model's context window
+	CompactManual   = "manual"   // someone asked (Compact)
+	CompactOverflow = "overflow" // the provider said the context was too long
 )
 
 // Part is one piece of a message: text, reasoning, a tool call, a tool
-// result or a decision on a call; the fields of its Type are set.
+// result, a decision on a call or a compaction; the fields of its Type are
+// set.
 type Part struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
@@ -165,6 +192,16 @@ type Part struct {
 	Output     json.RawMessage `json:"output,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
 	Decision   *ToolDecision   `json:"decision,omitempty"` // tool-decision
+
+	// A compaction's fields: its summary, why it was made (CompactAuto,
+	// CompactManual or CompactOverflow), the context's estimated tokens
+	// before it and the window they were measured against (0: unknown),
+	// and the id of the last message it summarises.
+	Summary          string `json:"summary,omitempty"`
+	Source           string `json:"source,omitempty"`
+	TokensBefore     int64  `json:"tokens_before,omitempty"`
+	ContextWindow    int64  `json:"context_window,omitempty"`
+	ThroughMessageID int64  `json:"through_message_id,omitempty"`
 }
 
 // ToolDecision is who decided what on a call that needed approval, as the

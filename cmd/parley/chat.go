@@ -46,11 +46,23 @@ func newChatCmd(a *app) *cobra.Command {
 stream the answer to stdout as it is written.
 
 With a MESSAGE, chat sends it, prints the answer and exits. Without one, it
-prompts for messages until end of input (Ctrl-D) or "/exit". A new chat's id
-is printed on stderr at the start, and at the end the command that continues
-the conversation (--chat ID, with the --url, --data-dir or --config that
+prompts for messages until end of input (Ctrl-D) or "/exit"; a chat that
+fails does not end the session, but its error is the exit status unless a
+later turn succeeds. A new chat's id is printed on stderr at the start, and
+at the end the command that continues the conversation (--chat ID, with the --url, --data-dir or --config that
 reached the server; a --token you gave shows as "--token …", never its
 value).
+
+Commands of an interactive session (not sent to the model):
+  /compact     summarise the older part of the chat to free its model's
+               context window, and wait; it prints "compacted: N tokens
+               before", or why there is nothing to compact
+  /edit TEXT   replace your last message with TEXT and stream the new answer
+               (the answers after it are superseded)
+  /retry       answer your last message again; a chat that failed runs its
+               failed run again
+  /help        list the commands
+Other lines that start with "/" (like "/call" below) are messages.
 
 While the model works, and until the first words of its answer, a status
 line shows it (only when stdout and stderr are a terminal). The calls of
@@ -328,9 +340,9 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 	if !interactive {
 		msg = argv[0]
 	} else {
-		fmt.Fprintln(s.info, `(type a message and press Enter; "/exit" or Ctrl-D ends the session)`)
-		if msg, err = s.ask(ctx, "> "); err != nil {
-			return endOfInput(err)
+		fmt.Fprintln(s.info, `(type a message and press Enter; "/help" lists the commands; "/exit" or Ctrl-D ends the session)`)
+		if msg, err = s.prompt(ctx); err != nil {
+			return s.endOfInput(err)
 		}
 	}
 
@@ -341,11 +353,14 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 		err = s.post(ctx, msg)
 	}
 	for err == nil {
-		if err = s.turn(ctx, false); err != nil || !interactive {
+		if err = s.turn(ctx, false); !interactive {
 			break
 		}
-		if msg, err = s.ask(ctx, "> "); err != nil {
-			return endOfInput(err) // the chat is idle: nothing to interrupt
+		if err = s.goOn(err, ""); err != nil {
+			break
+		}
+		if msg, err = s.prompt(ctx); err != nil {
+			return s.endOfInput(err) // the chat is idle: nothing to interrupt
 		}
 		err = s.post(ctx, msg)
 	}
@@ -363,10 +378,11 @@ func (s *chatSession) stopped(ctx context.Context, err error) error {
 }
 
 // endOfInput ends an interactive session at its prompt: the end of input,
-// "/exit" and Ctrl-C end it without an error.
-func endOfInput(err error) error {
+// "/exit" and Ctrl-C end it without an error, unless the chat's last turn
+// failed (and was not tried again with success): that is the error.
+func (s *chatSession) endOfInput(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, errExit) || errors.Is(err, context.Canceled) {
-		return nil
+		return s.failed
 	}
 	return err
 }

@@ -38,6 +38,9 @@ type chatSession struct {
 	answered map[string]bool // calls whose results are not shown: this person's answers and denials, and calls whose end was told
 	midLine  bool            // the answer output does not end with a newline
 	streamed map[int64]bool
+
+	minVersion int64 // an idle status ends the turn only if the chat's version is above it
+	failed     error // the last turn ended with the chat in error (a *chatFailedError)
 }
 
 // create makes the chat with its first message and opens its stream.
@@ -134,7 +137,7 @@ func (s *chatSession) next(ctx context.Context) (client.ChatEvent, bool) {
 
 // post sends a user message; the turn then waits for its answer.
 func (s *chatSession) post(ctx context.Context, msg string) error {
-	s.since = s.seen
+	s.since, s.minVersion = s.seen, 0
 	res, err := s.c.PostMessage(ctx, s.chatID, client.PostMessageRequest{Content: msg})
 	if err != nil {
 		return fmt.Errorf("send the message: %w", err)
@@ -176,7 +179,8 @@ func (s *chatSession) turn(ctx context.Context, anyIdle bool) error {
 			}
 			// An Initial status (a new connection) was read after the
 			// message was sent: idle means answered.
-			if (ev.Status == client.StatusWaiting || ev.Status == client.StatusError) && (sawUser || ev.Initial || anyIdle) {
+			if (ev.Status == client.StatusWaiting || ev.Status == client.StatusError) && (sawUser || ev.Initial || anyIdle) &&
+				ev.Chat.Version > s.minVersion {
 				return s.finish(ctx, *ev.Chat)
 			}
 		case client.EventMessage:
@@ -227,9 +231,9 @@ func (s *chatSession) finish(ctx context.Context, ch client.Chat) error {
 	s.endLine()
 	if ch.Status == client.StatusError {
 		if ch.LastError != nil {
-			return fmt.Errorf("the chat failed (%s): %s", ch.LastError.Kind, ch.LastError.Message)
+			return &chatFailedError{fmt.Sprintf("the chat failed (%s): %s", ch.LastError.Kind, ch.LastError.Message)}
 		}
-		return errors.New("the chat failed")
+		return &chatFailedError{"the chat failed"}
 	}
 	return nil
 }
@@ -249,6 +253,10 @@ func (s *chatSession) show(m client.Message) {
 		return
 	case client.RoleAssistant:
 	default:
+		return
+	}
+	if len(m.Parts) == 1 && m.Parts[0].Type == client.PartCompaction {
+		s.showCompaction(m.Parts[0])
 		return
 	}
 	if !s.streamed[m.ID] {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/llm/llmtest"
+)
+
+// compactedLine is what /compact prints once the chat is compacted.
+var compactedLine = regexp.MustCompile(`compacted: [1-9][0-9]* tokens before\n`)
+
+// TestChatSessionCommands: the commands of an interactive session. /help
+// lists them and is not sent; before the first message there is no chat to
+// act on; /compact with one turn says there is nothing to compact, with two
+// it compacts and tells the tokens before; /edit replaces the last message
+// and shows the new answer; /retry answers it again; none of them reaches
+// the model as a message.
+func TestChatSessionCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServe(t, dir, nil)
+	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token)
+
+	p.send("/help")
+	p.waitFor(p.stderr, "  /retry ")
+	for _, c := range []string{"/compact", "/edit TEXT", "/help", "/exit"} {
+		if !strings.Contains(p.stderr.String(), "\n  "+c+" ") {
+			t.Errorf("/help does not list %s:\n%s", c, p.stderr)
+		}
+	}
+	p.send("/compact")
+	p.waitFor(p.stderr, "/compact: there is no chat yet; send a message first\n")
+
+	p.send("first")
+	p.waitFor(p.stdout, "echo: first\n")
+	id := p.waitChatID()
+	p.send("/compact")
+	p.waitFor(p.stderr, "/compact: nothing to compact")
+
+	p.send("second")
+	p.waitFor(p.stdout, "echo: second\n")
+	p.send("/compact")
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	for !compactedLine.MatchString(p.stderr.String()) {
+		select {
+		case <-p.stderr.changed:
+		case <-p.exited:
+			t.Fatalf("chat exited before compacting\nstderr:\n%s", p.stderr)
+		case <-timeout.C:
+			t.Fatalf("/compact printed no compaction\nstderr:\n%s", p.stderr)
+		}
+	}
+
+	p.send("/edit second, edited")
+	p.waitFor(p.stdout, "echo: second, edited\n")
+	p.send("/retry")
+	p.waitFor(p.stdout, "echo: second, edited\necho: second, edited\n")
+	p.send("/edit")
+	p.waitFor(p.stderr, "/edit: give the new text of your last message")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("chat exited %d\nstderr:\n%s", code, p.stderr)
+	}
+	if got, want := p.stdout.String(), "echo: first\necho: second\necho: second, edited\necho: second, edited\n"; got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+
+	// The history holds the messages and the compaction, nothing of the
+	// commands; the edited and regenerated answers are superseded.
+	code, body := get(t, s.url+"/api/v1/chats/"+id+"/messages?superseded=true", s.token)
+	if code != http.StatusOK {
+		t.Fatalf("messages: %d %s", code, body)
+	}
+	for _, c := range []string{"/help", "/compact", "/edit", "/retry"} {
+		if strings.Contains(body, c) {
+			t.Errorf("the command %s reached the chat: %s", c, body)
+		}
+	}
+	if strings.Count(body, `"role":"user"`) != 2 || strings.Count(body, `"type":"compaction"`) < 1 ||
+		strings.Count(body, `"superseded":true`) < 2 || !strings.Contains(body, `"text":"second, edited"`) {
+		t.Errorf("messages: %s", body)
+	}
+}
+
+// TestChatSessionRetryAfterFailure: a chat that fails does not end an
+// interactive session; /retry runs it again and its answer shows. A
+// session whose chat failed last exits with the error.
+func TestChatSessionRetryAfterFailure(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAIChat(t)
+	fake.Push(
+		llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "the request is invalid"},
+		llmtest.Turn{Text: "the answer at last"},
+		llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "the request is invalid again"},
+	)
+	dir := t.TempDir()
+	env := []string{fakeKeyEnv + "=test-key"}
+	s := startServe(t, dir, env, "--config", fakeModelConfig(t, dir, fake.URL, ""), "--data-dir", filepath.Join(dir, "data"))
+	// A title of its own: the model is not asked for one, so it gets the
+	// chat's requests alone.
+	code, body := do(t, http.MethodPost, s.url+"/api/v1/chats", s.token, `{"title":"retries"}`)
+	var ch struct{ ID string }
+	if code != http.StatusCreated || json.Unmarshal([]byte(body), &ch) != nil || ch.ID == "" {
+		t.Fatalf("create the chat: %d %s", code, body)
+	}
+
+	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--chat", ch.ID)
+	p.send("hello")
+	p.waitFor(p.stderr, "(/retry tries again)\n")
+	if !strings.Contains(p.stderr.String(), "the chat failed (bad_request): the request is invalid") {
+		t.Fatalf("the failure is not shown:\n%s", p.stderr)
+	}
+	p.send("/retry")
+	p.waitFor(p.stdout, "the answer at last\n")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("chat exited %d after a successful retry\nstderr:\n%s", code, p.stderr)
+	}
+
+	p = startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--chat", ch.ID)
+	p.send("hello again")
+	p.waitFor(p.stderr, "(/retry tries again)\n")
+	if code := p.wait(); code != 1 || !strings.Contains(p.stderr.String(), "the request is invalid again") {
+		t.Fatalf("chat exited %d with its chat in error, want 1\nstderr:\n%s", code, p.stderr)
+	}
+	if n := len(fake.Requests()); n != 3 {
+		t.Errorf("the model got %d requests, want 3", n)
+	}
+}
