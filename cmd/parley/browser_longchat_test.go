@@ -33,7 +33,8 @@ func sentContains(r modelRequest, s string) bool {
 
 // TestBrowserEditRegenerateFork edits the question of a chat in the UI
 // (the old answer goes while the model is held, the new one arrives),
-// regenerates the answer, and forks a new chat from it, which opens with
+// regenerates the answer, sees an edit by another client (the stream's
+// history event), and forks a new chat from the answer, which opens with
 // the copied messages. Edit and Regenerate are offered only while the chat
 // is idle.
 func TestBrowserEditRegenerateFork(t *testing.T) {
@@ -90,13 +91,28 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 		t.Fatalf("the regeneration did not ask the question alone again: %+v", reqs)
 	}
 
+	// Another client edits the question: the stream's history event
+	// removes the answer and shows the new text.
+	gate, started = make(chan struct{}), make(chan struct{})
+	u.fake.Push(llmtest.Turn{Text: "The fourth answer.", Gate: gate, Started: started})
+	question := eval[string](b, fmt.Sprintf(`document.querySelector(%s).dataset.messageId`, jsString(userMsg)))
+	if code, body := do(t, "PATCH", u.url+"/api/v1/chats/"+id+"/messages/"+question, u.token, `{"content": "What is four plus four?"}`); code != 200 {
+		t.Fatalf("PATCH the question from another client: %d %s", code, body)
+	}
+	b.waitClosed("the model is asked the other client's question", started)
+	b.waitGone("the answer to the old question is gone", assistantMsg+"[data-message-id]")
+	b.waitText("the question is the other client's", userMsg+" .msg-text", `t === "What is four plus four?"`)
+	close(gate)
+	b.waitJS("the answer to it arrives", answerShown("The fourth answer."), `document.querySelector("#messages").textContent`)
+	b.waitStatus("waiting")
+
 	// Fork from the answer: a new chat opens with both messages.
 	b.click(assistantMsg + ".last-answer button.msg-fork")
 	b.waitJS("the fork opens", fmt.Sprintf(`location.hash.startsWith("#/chats/") && location.hash !== %s && document.querySelector("main#chat").dataset.chatId === location.hash.slice(8)`, jsString("#/chats/"+id)),
 		`location.hash`)
 	forked := eval[string](b, `document.querySelector("main#chat").dataset.chatId`)
-	b.waitJS("the fork shows the answer", answerShown("The third answer."), `document.querySelector("#messages").textContent`)
-	b.waitText("the fork shows the question", userMsg+" .msg-text", `t === "What is three plus three?"`)
+	b.waitJS("the fork shows the answer", answerShown("The fourth answer."), `document.querySelector("#messages").textContent`)
+	b.waitText("the fork shows the question", userMsg+" .msg-text", `t === "What is four plus four?"`)
 	b.waitStatus("waiting")
 	b.visible(chatItem(forked))
 	b.screenshot("forked")
@@ -106,8 +122,8 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	if ms := u.getMessages(t, forked); len(ms) != 2 {
 		t.Errorf("the fork has %d messages, want 2: %+v", len(ms), ms)
 	}
-	if n := len(u.fake.Requests()); n != 3 {
-		t.Errorf("the model got %d requests, want 3 (a fork from an answer answers nothing)", n)
+	if n := len(u.fake.Requests()); n != 4 {
+		t.Errorf("the model got %d requests, want 4 (a fork from an answer answers nothing)", n)
 	}
 }
 
