@@ -1,7 +1,8 @@
 // Conversation is the open chat: its history read page by page from
 // /messages, then its live stream (/stream) resumed after the last
-// message, the header (title, status, usage), the composer, and the
-// buttons that act on the chat.
+// message, the header (title, status, usage, context), the composer, and
+// the buttons that act on the chat and its messages (edit, regenerate,
+// fork, compact).
 
 import { $, setError, show } from "./dom.js";
 import { EventStream } from "./sse.js";
@@ -19,7 +20,11 @@ export class Conversation {
     this.epoch = 0;
     this.chat = null;
     this.stream = null;
-    this.view = new MessageView($("#messages"));
+    this.view = new MessageView($("#messages"), {
+      onEdit: (id, content) => this.editMessage(id, content),
+      onRegenerate: () => this.regenerate(),
+      onFork: (id) => this.fork(id),
+    });
     this.actions = new ActionPanel(api, { onChat: (c) => this.setChat(c), onConflict: () => this.reread() });
     this.wire();
     this.stickToBottom();
@@ -56,6 +61,7 @@ export class Conversation {
     });
     $("#interrupt").addEventListener("click", () => this.act("/interrupt"));
     $("#retry").addEventListener("click", () => this.act("/retry"));
+    $("#compact").addEventListener("click", () => this.act("/compact"));
     $("#archive").addEventListener("click", () => this.patch({ archived: !(this.chat && this.chat.archived) }));
     $("#rename").addEventListener("click", () => {
       $("#rename-input").value = (this.chat && this.chat.title) || "";
@@ -104,13 +110,14 @@ export class Conversation {
     main.dataset.chatId = id;
     show(main, true);
     $("#chat-title").textContent = "";
+    this.showContext(null);
     setError($("#composer-error"), "");
     if (this.note && this.note.id === id) setError($("#action-notice"), this.note.text);
     this.note = null;
     try {
       const c = await this.api.get(this.api.chatPath(id));
       if (left()) return;
-      this.setChat(c);
+      this.setChat(c, true);
       await this.readHistory(id, left);
     } catch (err) {
       if (left()) return;
@@ -141,6 +148,7 @@ export class Conversation {
     this.id = null;
     this.chat = null;
     this.view.reset();
+    this.view.setIdle(false);
     this.actions.clear(true);
     show($("#chat"), false);
     show($("#chat-error"), false);
@@ -200,6 +208,12 @@ export class Conversation {
         if (data.part && data.part.type === "text-delta") show($("#retry-notice"), false);
         this.view.part(data.message_id, data.part);
         break;
+      case "history":
+        // An edit or a regeneration: what came after is gone, and the
+        // edited message says what it says now.
+        this.view.supersede(data.superseded_after);
+        if (data.message) this.view.replace(data.message);
+        break;
       case "retry": {
         const n = $("#retry-notice");
         n.textContent = `The model call failed (${data.error}); retrying, attempt ${data.attempt}, in ${(data.delay_ms / 1000).toFixed(1)} s…`;
@@ -216,13 +230,19 @@ export class Conversation {
     }
   }
 
-  // setChat takes a copy of the chat unless a newer one is shown.
-  setChat(c) {
+  // setChat takes a copy of the chat unless a newer one is shown. full
+  // says c was read with GET /chats/{id}, the only answer that carries its
+  // context; a status change reads the chat again for it.
+  setChat(c, full = false) {
     if (!c || c.id !== this.id) return;
     if (this.chat && (this.chat.version || 0) > (c.version || 0)) return;
     const moved = this.chat && this.chat.status !== c.status;
     this.chat = c;
-    if (moved) this.readQueue();
+    if (full) this.showContext(c.context);
+    if (moved) {
+      this.readQueue();
+      this.reread();
+    }
     $("#chat-title").textContent = c.title || "Untitled";
     document.title = `${c.title || "Untitled"} · parley`;
     const badge = $("#chat-status");
@@ -232,6 +252,9 @@ export class Conversation {
     $("#chat-usage").textContent = usageText(c.usage || {});
     $("#archive").textContent = c.archived ? "Unarchive" : "Archive";
     $("#interrupt").disabled = !busy(c.status);
+    const idle = c.status === "waiting" || c.status === "error";
+    show($("#compact"), idle);
+    this.view.setIdle(idle);
     if (c.status === "error" && c.last_error) this.showError(c.last_error);
     else show($("#chat-error"), false);
     if (c.status !== "running" && c.status !== "pending") show($("#retry-notice"), false);
@@ -248,9 +271,77 @@ export class Conversation {
     if (!id) return;
     try {
       const c = await this.api.get(this.api.chatPath(id));
-      this.setChat(c);
+      this.setChat(c, true);
     } catch (err) {
       if (this.id === id && err.status === 404) this.gone("This chat was deleted.");
+    }
+  }
+
+  // showContext shows how full the model's context window is (ctx from
+  // GET /chats/{id}); without a known window the meter is hidden.
+  showContext(ctx) {
+    const box = $("#chat-context");
+    if (!ctx || !ctx.window) {
+      show(box, false);
+      return;
+    }
+    const pct = ctx.percent ?? (100 * ctx.tokens) / ctx.window;
+    const bar = $("#context-bar");
+    bar.value = Math.min(pct, 100);
+    box.dataset.tokens = String(ctx.tokens);
+    box.dataset.window = String(ctx.window);
+    const words = `${grouped(ctx.tokens)} / ${grouped(ctx.window)} tokens (${pct.toFixed(1)}%)`;
+    $("#context-text").textContent = words;
+    box.title = `Context: ${words} of the model's window, estimated for the next request`;
+    show(box, true);
+  }
+
+  // editMessage replaces the text of user message id; the messages after
+  // it are superseded and it is answered again. The ones shown when the
+  // edit was sent go at once (the history event says the same); later
+  // ones are the new answer.
+  async editMessage(id, content) {
+    const chatId = this.id;
+    const upTo = this.view.lastId;
+    try {
+      const c = await this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content });
+      if (this.id !== chatId) return "";
+      this.view.supersede(id, upTo);
+      this.setChat(c);
+      setError($("#composer-error"), "");
+      return "";
+    } catch (err) {
+      return err.message;
+    }
+  }
+
+  // regenerate answers the last user message again, replacing what came
+  // after it.
+  async regenerate() {
+    const chatId = this.id;
+    const after = this.view.lastUserId();
+    const upTo = this.view.lastId;
+    try {
+      const c = await this.api.post(this.api.chatPath(chatId, "/regenerate"));
+      if (this.id !== chatId) return "";
+      this.view.supersede(after, upTo);
+      this.setChat(c);
+      setError($("#composer-error"), "");
+      return "";
+    } catch (err) {
+      return err.message;
+    }
+  }
+
+  // fork makes a new chat with the history up to message id and opens it.
+  async fork(id) {
+    try {
+      const c = await this.api.post(this.api.chatPath(this.id, "/fork"), { message_id: id });
+      this.hooks.onChat(c);
+      this.hooks.onOpen(c.id);
+      return "";
+    } catch (err) {
+      return err.message;
     }
   }
 
@@ -338,6 +429,11 @@ export class Conversation {
       return false;
     }
   }
+}
+
+// grouped writes a count with thousands separators: 128,000.
+function grouped(n) {
+  return Number(n).toLocaleString("en-US");
 }
 
 // finePointer says whether the main pointer is not a touch screen (a

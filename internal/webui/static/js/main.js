@@ -75,6 +75,7 @@ function start(token) {
   const conversation = new Conversation(api, {
     onChat: (c) => session && session.list.upsert(c),
     onGone: () => { location.hash = "#/"; },
+    onOpen: (id) => { location.hash = `#/chats/${id}`; },
     onUnauthorized: refused,
   });
   const list = new ChatList(api, {

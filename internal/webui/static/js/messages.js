@@ -1,14 +1,19 @@
 // MessageView renders a conversation: durable messages in id order, the
 // answer streaming in (the draft), tool calls as cards that later show
 // their result, and queued messages. Tool messages carry no bubble of
-// their own: their results and decisions fill the cards of the calls.
+// their own: their results and decisions fill the cards of the calls. A
+// compaction is a divider with its summary folded away. User messages and
+// answers carry their actions (edit, regenerate, fork), which hooks carry
+// out: onEdit(id, content) and onRegenerate() and onFork(id) return an
+// error message, or "" when the server took the request.
 
 import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 export class MessageView {
-  constructor(ol) {
+  constructor(ol, hooks) {
     this.ol = ol;
+    this.hooks = hooks || {};
     this.reset();
   }
 
@@ -38,6 +43,65 @@ export class MessageView {
     }
     this.ol.insertBefore(li, before || this.firstTransient());
     this.lastId = Math.max(this.lastId, m.id);
+    this.markLastAnswer();
+  }
+
+  // replace renders message m again in place of the shown one of its id
+  // (an edit changed its content).
+  replace(m) {
+    const old = this.items.get(m.id);
+    if (!old) return;
+    this.forget(old);
+    const li = this.render(m);
+    old.replaceWith(li);
+    this.items.set(m.id, li);
+    this.markLastAnswer();
+  }
+
+  // supersede removes the messages with ids after `after`, up to and
+  // including upTo: an edit or a regeneration replaced them.
+  supersede(after, upTo = Infinity) {
+    for (const [id, li] of [...this.items]) {
+      if (id <= after || id > upTo) continue;
+      this.forget(li);
+      li.remove();
+      this.items.delete(id);
+    }
+    this.markLastAnswer();
+  }
+
+  // forget drops the cards of the calls inside li, which is going away.
+  forget(li) {
+    for (const [id, c] of [...this.cards]) {
+      if (li.contains(c.el)) this.cards.delete(id);
+    }
+  }
+
+  // lastUserId is the id of the newest user message shown, 0 if none.
+  lastUserId() {
+    let last = 0;
+    for (const [id, li] of this.items) {
+      if (li.dataset.role === "user" && id > last) last = id;
+    }
+    return last;
+  }
+
+  // markLastAnswer marks the newest answer after the newest user message:
+  // the one Regenerate replaces.
+  markLastAnswer() {
+    const user = this.lastUserId();
+    let last = null;
+    for (const [id, li] of this.items) {
+      li.classList.remove("last-answer");
+      if (li.dataset.role === "assistant" && id > user && (!last || id > Number(last.dataset.messageId))) last = li;
+    }
+    if (last) last.classList.add("last-answer");
+  }
+
+  // setIdle says whether the chat waits (or failed) with no run under
+  // way: only then are messages edited and answers regenerated.
+  setIdle(idle) {
+    this.ol.dataset.idle = String(idle);
   }
 
   // firstTransient is the first element after the durable messages: the
@@ -54,6 +118,8 @@ export class MessageView {
       for (const p of m.parts || []) this.outcome(p);
       return li;
     }
+    const parts = m.parts || [];
+    if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0]);
     li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
     for (const p of m.parts || []) {
       if (p.type === "text") li.append(this.text(m.role, p.text));
@@ -63,7 +129,72 @@ export class MessageView {
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
       li.append(h("div", { class: "msg-usage muted" }, usageText(m.usage)));
     }
+    li.append(this.msgActions(li, m));
     return li;
+  }
+
+  // msgActions are a message's buttons: Edit on a user message,
+  // Regenerate on an answer (shown on the last one only), Fork on both.
+  // Edit and Regenerate show only while the chat is idle (see setIdle).
+  msgActions(li, m) {
+    const status = h("span", { class: "msg-action-error error", role: "alert", hidden: true });
+    const run = async (btn, fn) => {
+      btn.disabled = true;
+      const err = await fn();
+      btn.disabled = false;
+      status.textContent = err || "";
+      status.hidden = !err;
+    };
+    const user = m.role === "user";
+    const edit = user && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
+      onclick: () => this.edit(li, m) }, "Edit");
+    const regen = !user && h("button", { type: "button", class: "msg-regenerate needs-idle", "aria-label": "Regenerate this answer",
+      onclick: (e) => run(e.currentTarget, () => this.hooks.onRegenerate()) }, "Regenerate");
+    const fork = h("button", { type: "button", class: "msg-fork", "aria-label": "Fork a new chat from this message",
+      title: "A new chat with the conversation up to here", onclick: (e) => run(e.currentTarget, () => this.hooks.onFork(m.id)) }, "Fork");
+    return h("div", { class: "msg-actions" }, edit, regen, fork, status);
+  }
+
+  // edit swaps a user message's text for an editor; Save sends the new
+  // text, and the messages after it go when the server says so.
+  edit(li, m) {
+    if (li.querySelector("form.msg-editor")) return;
+    const parts = m.parts || [];
+    const area = h("textarea", { class: "msg-edit-input", rows: 3, "aria-label": "Edited message" });
+    area.value = parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
+    const error = h("p", { class: "error", role: "alert", hidden: true });
+    const shown = [...li.children].filter((el) => !el.classList.contains("msg-role") && !el.hidden);
+    const done = () => {
+      form.remove();
+      for (const el of shown) el.hidden = false;
+    };
+    const form = h("form", { class: "msg-editor",
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const text = area.value;
+        if (!text.trim()) return;
+        const others = parts.filter((p) => p.type !== "text");
+        const content = others.length ? [{ type: "text", text }, ...others] : text;
+        save.disabled = true;
+        const err = await this.hooks.onEdit(m.id, content);
+        save.disabled = false;
+        error.textContent = err || "";
+        error.hidden = !err;
+        if (err) return;
+        // The history event renders the message again; until then it
+        // shows what was sent.
+        const t = li.querySelector(".msg-text");
+        if (t) t.textContent = text;
+        done();
+      } },
+      area, error,
+      h("div", { class: "msg-editor-buttons" },
+        h("button", { type: "submit", class: "primary msg-edit-save" }, "Save"),
+        h("button", { type: "button", class: "msg-edit-cancel", onclick: done }, "Cancel")));
+    const save = form.querySelector(".msg-edit-save");
+    for (const el of shown) el.hidden = true;
+    li.append(form);
+    area.focus();
   }
 
   text(role, text) {
@@ -275,6 +406,20 @@ export class MessageView {
       h("div", { class: "msg-text plain" }, (q.parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n"))));
     this.ol.append(...this.queuedEls);
   }
+}
+
+// compaction is the divider where the conversation was summarised: the
+// model sees the summary in place of the messages before it (they stay
+// shown here); the summary is folded away.
+function compaction(id, p) {
+  const why = { auto: "automatically", manual: "on request", overflow: "after the context overflowed" }[p.source] || "";
+  const text = h("div", { class: "msg-text compaction-text" });
+  text.append(renderMarkdown(p.summary || ""));
+  return h("li", { class: "msg compaction", dataset: { role: "compaction", messageId: String(id) } },
+    h("details", { class: "compaction-box" },
+      h("summary", {}, h("span", { class: "twisty", "aria-hidden": "true" }), "Earlier messages summarised",
+        why && h("span", { class: "compaction-why" }, `(${why})`)),
+      text));
 }
 
 function reasoning(text, open) {
