@@ -37,10 +37,7 @@ type windowedModel struct {
 }
 
 func (m *windowedModel) Stream(_ context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
-	tokens := chat.EstimateText(req.System) + chat.EstimateTokens(req.Messages)
-	for _, t := range req.Tools {
-		tokens += chat.EstimateText(t.Name) + chat.EstimateText(t.Description) + chat.EstimateText(string(t.InputSchema))
-	}
+	tokens := req.EstimateTokens()
 	m.mu.Lock()
 	m.calls++
 	m.maxTokens = max(m.maxTokens, tokens)

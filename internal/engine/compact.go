@@ -36,11 +36,7 @@ const compactionAttempts = 4
 // fixedTokens estimates what a request carries besides its messages: the
 // system prompt and the tools' definitions.
 func fixedTokens(system string, defs []llm.ToolDef) int64 {
-	n := chat.EstimateText(system)
-	for _, d := range defs {
-		n += chat.EstimateText(d.Name) + chat.EstimateText(d.Description) + chat.EstimateText(string(d.InputSchema))
-	}
-	return n
+	return llm.Request{System: system, Tools: defs}.EstimateTokens()
 }
 
 // dueForCompaction reports whether the next step's request would pass the

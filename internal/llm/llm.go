@@ -30,6 +30,17 @@ type Request struct {
 	MaxOutputTokens int            // 0: the provider's default
 }
 
+// EstimateTokens estimates the request's input tokens as parley counts
+// context (chat.EstimateText): its system prompt, messages and tools'
+// definitions.
+func (r Request) EstimateTokens() int64 {
+	n := chat.EstimateText(r.System) + chat.EstimateTokens(r.Messages)
+	for _, d := range r.Tools {
+		n += chat.EstimateText(d.Name) + chat.EstimateText(d.Description) + chat.EstimateText(string(d.InputSchema))
+	}
+	return n
+}
+
 // ToolDef is a tool as the model sees it.
 type ToolDef struct {
 	Name        string          `json:"name"`
