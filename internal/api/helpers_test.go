@@ -47,6 +47,7 @@ type setup struct {
 	tokenCheck time.Duration   // how often streams re-read their token; 0: the default
 	bufferSize int             // of the memory pubsub's subscriptions; 0: its default
 	tools      *tools.Registry // server-side tools; nil for none
+	fakeURL    string          // a fake model's, for the setups that configure it
 }
 
 // testConfig is the default configuration with two models, "echo" the default.

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
 // turns is a history of n answered turns; the ids are the store's.
@@ -144,12 +146,37 @@ func TestForkInsideAStepRefused(t *testing.T) {
 // the window, the chat compacts along the way, shows where it stands
 // against the window, and its transcript stays whole.
 func TestFortyTurnsOnASmallWindow(t *testing.T) {
-	fake := llmtest.NewOpenAIChat(t)
+	live := func(t *testing.T, s *server) *server {
+		s.live = true
+		runEngine(t, s)
+		return s
+	}
+	small := func(su *setup) {
+		su.cfg = liveConfig(su.fakeURL)
+		su.cfg.Models[0].ContextWindow = 3000
+	}
+	t.Run("SQLite", func(t *testing.T) {
+		fake := llmtest.NewOpenAIChat(t)
+		fortyTurns(t, fake, live(t, newSQLite(t, withFake(fake), small)))
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		fake := llmtest.NewOpenAIChat(t)
+		s := newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), withFake(fake), small)
+		fortyTurns(t, fake, live(t, s))
+	})
+}
+
+// withFake names the fake's URL for the setups after it.
+func withFake(fake *llmtest.OpenAIChat) func(*setup) {
+	return func(su *setup) { su.fakeURL = fake.URL }
+}
+
+// fortyTurns talks 40 turns with the live server s, whose model is fake.
+func fortyTurns(t *testing.T, fake *llmtest.OpenAIChat, s *server) {
 	fake.SetContextWindow(3000)
 	for i := range 200 { // answers and summaries alike
 		fake.Push(llmtest.Turn{Text: fmt.Sprintf("reply %d: %s", i, strings.Repeat("r", 560))})
 	}
-	s := newLive(t, fake, func(su *setup) { su.cfg.Models[0].ContextWindow = 3000 })
 	tok := s.token("alice")
 	c := s.createChat(tok, map[string]any{})
 	for i := range 40 {
