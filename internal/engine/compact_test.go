@@ -85,168 +85,174 @@ func requestText(r llmtest.Request) string { return string(r.Body) }
 // turns), the answer's request starts with the summary and keeps the last
 // turn verbatim, and no request passes the window.
 func TestCompactsBeforeTheStepThatWouldPassTheThreshold(t *testing.T) {
-	h := newHarness(t)
-	h.fake.SetContextWindow(3000)
-	c := h.turnsChat(4, 1200) // ~2,400 tokens
-	h.fake.Push(llmtest.Turn{Text: "SUMMARY-ONE"}, llmtest.Turn{Text: "the answer"})
-	h.startOn(h.st, h.ps, h.windowed(3000), nil)
-	h.send(c.ID, "what next?")
-	h.waitStatus(c.ID, chat.Waiting)
+	onBothStores(t, func(t *testing.T, h *harness) {
+		h.fake.SetContextWindow(3000)
+		c := h.turnsChat(4, 1200) // ~2,400 tokens
+		h.fake.Push(llmtest.Turn{Text: "SUMMARY-ONE"}, llmtest.Turn{Text: "the answer"})
+		h.startOn(h.st, h.ps, h.windowed(3000), nil)
+		h.send(c.ID, "what next?")
+		h.waitStatus(c.ID, chat.Waiting)
 
-	reqs := h.waitRequests(2)
-	if !strings.Contains(requestText(reqs[0]), "summarise a conversation") || strings.Contains(requestText(reqs[0]), `"tools"`) {
-		t.Fatalf("the first request is not a summarising call without tools: %.300s", reqs[0].Body)
-	}
-	answer := requestText(reqs[1])
-	if !strings.Contains(answer, "SUMMARY-ONE") || strings.Contains(answer, "question-A") || !strings.Contains(answer, "what next?") {
-		t.Fatalf("the answer's request does not start from the summary and keep the last turn: %.600s", answer)
-	}
-	if got := h.fake.MaxPromptTokens(); got > 3000 {
-		t.Fatalf("a request of %d tokens passed the window of 3000", got)
-	}
-	cs := h.compactions(c.ID)
-	if len(cs) != 1 || cs[0].Source != chat.CompactAuto || cs[0].Summary != "SUMMARY-ONE" || cs[0].ContextWindow != 3000 || cs[0].TokensBefore < 2400 {
-		t.Fatalf("compactions %+v, want one auto summary measured against 3000", cs)
-	}
-	got, err := h.svc.GetChat(context.Background(), owner, c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Usage.InputTokens == 0 || got.Usage.InputTokens < reqs[0].PromptTokens {
-		t.Fatalf("the compaction's usage is not counted: %+v", got.Usage)
-	}
+		reqs := h.waitRequests(2)
+		if !strings.Contains(requestText(reqs[0]), "summarise a conversation") || strings.Contains(requestText(reqs[0]), `"tools"`) {
+			t.Fatalf("the first request is not a summarising call without tools: %.300s", reqs[0].Body)
+		}
+		answer := requestText(reqs[1])
+		if !strings.Contains(answer, "SUMMARY-ONE") || strings.Contains(answer, "question-A") || !strings.Contains(answer, "what next?") {
+			t.Fatalf("the answer's request does not start from the summary and keep the last turn: %.600s", answer)
+		}
+		if got := h.fake.MaxPromptTokens(); got > 3000 {
+			t.Fatalf("a request of %d tokens passed the window of 3000", got)
+		}
+		cs := h.compactions(c.ID)
+		if len(cs) != 1 || cs[0].Source != chat.CompactAuto || cs[0].Summary != "SUMMARY-ONE" || cs[0].ContextWindow != 3000 || cs[0].TokensBefore < 2400 {
+			t.Fatalf("compactions %+v, want one auto summary measured against 3000", cs)
+		}
+		got, err := h.svc.GetChat(context.Background(), owner, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Usage.InputTokens == 0 || got.Usage.InputTokens < reqs[0].PromptTokens {
+			t.Fatalf("the compaction's usage is not counted: %+v", got.Usage)
+		}
+	})
 }
 
 // TestOverflowCompactsAndRetriesOnce: a model whose window parley does not
 // know answers "context too long"; the step is summarised and made again.
 func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
-	h := newHarness(t)
-	h.fake.SetContextWindow(2000)
-	c := h.turnsChat(3, 1200) // ~1,800 tokens: with the new message and the envelope, over 2,000
-	h.fake.Push(llmtest.Turn{Text: "SUMMARY-OVERFLOW"}, llmtest.Turn{Text: "answered after all"})
-	h.startOn(h.st, h.ps, h.windowed(0), nil)
-	h.send(c.ID, "and now? "+strings.Repeat("x", 800))
-	h.waitStatus(c.ID, chat.Waiting)
+	onBothStores(t, func(t *testing.T, h *harness) {
+		h.fake.SetContextWindow(2000)
+		c := h.turnsChat(3, 1200) // ~1,800 tokens: with the new message and the envelope, over 2,000
+		h.fake.Push(llmtest.Turn{Text: "SUMMARY-OVERFLOW"}, llmtest.Turn{Text: "answered after all"})
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		h.send(c.ID, "and now? "+strings.Repeat("x", 800))
+		h.waitStatus(c.ID, chat.Waiting)
 
-	// The step is refused; the summarising call may be too, and is then
-	// made again over half the transcript; the step made again is answered.
-	reqs := h.fake.Requests()
-	if !reqs[0].OverWindow || reqs[len(reqs)-1].OverWindow || reqs[len(reqs)-2].OverWindow {
-		t.Fatalf("want the step refused, then the summary and the step answered: %d requests", len(reqs))
-	}
-	cs := h.compactions(c.ID)
-	if len(cs) != 1 || cs[0].Source != chat.CompactOverflow || cs[0].ContextWindow != 0 {
-		t.Fatalf("compactions %+v, want one from the overflow", cs)
-	}
-	msgs := h.history(c.ID)
-	if last := msgs[len(msgs)-1]; last.Parts[0].Text != "answered after all" {
-		t.Fatalf("last message %+v", last)
-	}
+		// The step is refused; the summarising call may be too, and is then
+		// made again over half the transcript; the step made again is answered.
+		reqs := h.fake.Requests()
+		if !reqs[0].OverWindow || reqs[len(reqs)-1].OverWindow || reqs[len(reqs)-2].OverWindow {
+			t.Fatalf("want the step refused, then the summary and the step answered: %d requests", len(reqs))
+		}
+		cs := h.compactions(c.ID)
+		if len(cs) != 1 || cs[0].Source != chat.CompactOverflow || cs[0].ContextWindow != 0 {
+			t.Fatalf("compactions %+v, want one from the overflow", cs)
+		}
+		msgs := h.history(c.ID)
+		if last := msgs[len(msgs)-1]; last.Parts[0].Text != "answered after all" {
+			t.Fatalf("last message %+v", last)
+		}
+	})
 }
 
 // TestOverflowWithNothingToCompactSaysWhatToDo: a single turn too long
 // for the model cannot be summarised: the chat ends in error, with the
 // kind and a message naming the ways on, and a shorter edit answers.
 func TestOverflowWithNothingToCompactSaysWhatToDo(t *testing.T) {
-	h := newHarness(t)
-	h.fake.SetContextWindow(500)
-	h.startOn(h.st, h.ps, h.windowed(0), nil)
-	c := h.create(strings.Repeat("far too long ", 400))
-	got := h.waitStatus(c.ID, chat.Error)
-	if got.LastError.Kind != llm.KindContextLength || !strings.Contains(got.LastError.Message, "Edit") || got.LastError.Retryable {
-		t.Fatalf("last_error %+v", got.LastError)
-	}
-	if n := len(h.compactions(c.ID)); n != 0 {
-		t.Fatalf("%d compactions of a single turn", n)
-	}
+	onBothStores(t, func(t *testing.T, h *harness) {
+		h.fake.SetContextWindow(500)
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		c := h.create(strings.Repeat("far too long ", 400))
+		got := h.waitStatus(c.ID, chat.Error)
+		if got.LastError.Kind != llm.KindContextLength || !strings.Contains(got.LastError.Message, "Edit") || got.LastError.Retryable {
+			t.Fatalf("last_error %+v", got.LastError)
+		}
+		if n := len(h.compactions(c.ID)); n != 0 {
+			t.Fatalf("%d compactions of a single turn", n)
+		}
 
-	h.fake.Push(llmtest.Turn{Text: "short answer"})
-	first := h.history(c.ID)[0]
-	raw, _ := json.Marshal("short")
-	if _, err := h.svc.EditMessage(context.Background(), owner, c.ID, first.ID, raw); err != nil {
-		t.Fatal(err)
-	}
-	h.waitStatus(c.ID, chat.Waiting)
-	msgs := h.history(c.ID)
-	if len(msgs) != 2 || msgs[1].Parts[0].Text != "short answer" {
-		t.Fatalf("after the edit: %+v", msgs)
-	}
+		h.fake.Push(llmtest.Turn{Text: "short answer"})
+		first := h.history(c.ID)[0]
+		raw, _ := json.Marshal("short")
+		if _, err := h.svc.EditMessage(context.Background(), owner, c.ID, first.ID, raw); err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(c.ID, chat.Waiting)
+		msgs := h.history(c.ID)
+		if len(msgs) != 2 || msgs[1].Parts[0].Text != "short answer" {
+			t.Fatalf("after the edit: %+v", msgs)
+		}
+	})
 }
 
 // TestCompactOnRequest: POST /compact summarises everything before the
 // last turn, answers nothing, and the chat waits again; a second one has
 // nothing left to compact.
 func TestCompactOnRequest(t *testing.T) {
-	h := newHarness(t)
-	c := h.turnsChat(3, 100)
-	h.fake.Push(llmtest.Turn{Text: "MANUAL-SUMMARY"})
-	h.startOn(h.st, h.ps, h.windowed(0), nil)
-	if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	got := h.waitStatus(c.ID, chat.Waiting)
-	if got.CompactRequested {
-		t.Fatal("the request stays on the chat after its run")
-	}
-	if n := len(h.fake.Requests()); n != 1 {
-		t.Fatalf("%d model calls, want the one summary", n)
-	}
-	cs := h.compactions(c.ID)
-	msgs := h.history(c.ID)
-	if len(cs) != 1 || cs[0].Source != chat.CompactManual || cs[0].ThroughMessageID != msgs[3].ID {
-		t.Fatalf("compactions %+v, want one manual through message %d (the last turn kept)", cs, msgs[3].ID)
-	}
-	if _, err := h.svc.Compact(context.Background(), owner, c.ID); err == nil || !strings.Contains(err.Error(), "nothing to compact") {
-		t.Fatalf("second compact: %v, want nothing to compact", err)
-	}
+	onBothStores(t, func(t *testing.T, h *harness) {
+		c := h.turnsChat(3, 100)
+		h.fake.Push(llmtest.Turn{Text: "MANUAL-SUMMARY"})
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := h.waitStatus(c.ID, chat.Waiting)
+		if got.CompactRequested {
+			t.Fatal("the request stays on the chat after its run")
+		}
+		if n := len(h.fake.Requests()); n != 1 {
+			t.Fatalf("%d model calls, want the one summary", n)
+		}
+		cs := h.compactions(c.ID)
+		msgs := h.history(c.ID)
+		if len(cs) != 1 || cs[0].Source != chat.CompactManual || cs[0].ThroughMessageID != msgs[3].ID {
+			t.Fatalf("compactions %+v, want one manual through message %d (the last turn kept)", cs, msgs[3].ID)
+		}
+		if _, err := h.svc.Compact(context.Background(), owner, c.ID); err == nil || !strings.Contains(err.Error(), "nothing to compact") {
+			t.Fatalf("second compact: %v, want nothing to compact", err)
+		}
+	})
 }
 
 // TestInterruptDuringCompaction: the summarising call is stopped, nothing
 // is written of it, and the chat waits with a whole history.
 func TestInterruptDuringCompaction(t *testing.T) {
-	h := newHarness(t)
-	c := h.turnsChat(3, 100)
-	gate, started := make(chan struct{}), make(chan struct{}, 1)
-	defer close(gate)
-	h.fake.Push(llmtest.Turn{Text: "never", Gate: gate, Started: started})
-	h.startOn(h.st, h.ps, h.windowed(0), nil)
-	if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	if _, err := h.svc.Interrupt(context.Background(), owner, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	got := h.waitStatus(c.ID, chat.Waiting)
-	if got.CompactRequested || len(h.compactions(c.ID)) != 0 {
-		t.Fatalf("an interrupted compaction left a summary or its request: %+v", h.compactions(c.ID))
-	}
+	onBothStores(t, func(t *testing.T, h *harness) {
+		c := h.turnsChat(3, 100)
+		gate, started := make(chan struct{}), make(chan struct{}, 1)
+		defer close(gate)
+		h.fake.Push(llmtest.Turn{Text: "never", Gate: gate, Started: started})
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if _, err := h.svc.Interrupt(context.Background(), owner, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := h.waitStatus(c.ID, chat.Waiting)
+		if got.CompactRequested || len(h.compactions(c.ID)) != 0 {
+			t.Fatalf("an interrupted compaction left a summary or its request: %+v", h.compactions(c.ID))
+		}
+	})
 }
 
 // TestShutdownDuringCompactionCompactsOnce: the worker stops while it
 // summarises; the next one summarises again, and the chat has exactly one
 // summary.
 func TestShutdownDuringCompactionCompactsOnce(t *testing.T) {
-	h := newHarness(t)
-	c := h.turnsChat(3, 100)
-	gate, started := make(chan struct{}), make(chan struct{}, 1)
-	defer close(gate)
-	h.fake.Push(llmtest.Turn{Text: "lost", Gate: gate, Started: started})
-	stop := h.startOn(h.st, h.ps, h.windowed(0), nil)
-	if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	stop()
-	if got := h.waitStatus(c.ID, chat.Pending); !got.CompactRequested {
-		t.Fatal("the handed-back chat lost its compaction request")
-	}
-	h.fake.Push(llmtest.Turn{Text: "THE-SUMMARY"})
-	h.startOn(h.st, h.ps, h.windowed(0), nil)
-	h.waitStatus(c.ID, chat.Waiting)
-	if cs := h.compactions(c.ID); len(cs) != 1 || cs[0].Summary != "THE-SUMMARY" {
-		t.Fatalf("compactions %+v, want exactly one", cs)
-	}
+	onBothStores(t, func(t *testing.T, h *harness) {
+		c := h.turnsChat(3, 100)
+		gate, started := make(chan struct{}), make(chan struct{}, 1)
+		defer close(gate)
+		h.fake.Push(llmtest.Turn{Text: "lost", Gate: gate, Started: started})
+		stop := h.startOn(h.st, h.ps, h.windowed(0), nil)
+		if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		stop()
+		if got := h.waitStatus(c.ID, chat.Pending); !got.CompactRequested {
+			t.Fatal("the handed-back chat lost its compaction request")
+		}
+		h.fake.Push(llmtest.Turn{Text: "THE-SUMMARY"})
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		h.waitStatus(c.ID, chat.Waiting)
+		if cs := h.compactions(c.ID); len(cs) != 1 || cs[0].Summary != "THE-SUMMARY" {
+			t.Fatalf("compactions %+v, want exactly one", cs)
+		}
+	})
 }
 
 // TestNoCompactionWhileCallsWait: a chat waiting for a client's result
@@ -254,31 +260,32 @@ func TestShutdownDuringCompactionCompactsOnce(t *testing.T) {
 // summarised before the next step, and the call stays with its result in
 // the turn kept verbatim.
 func TestNoCompactionWhileCallsWait(t *testing.T) {
-	h := newHarness(t)
-	h.fake.SetContextWindow(3000)
-	c := h.turnsChat(4, 1000, chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
-	h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{}`}}})
-	h.startOn(h.st, h.ps, h.windowed(3000), nil)
-	h.send(c.ID, "go")
-	h.waitStatus(c.ID, chat.RequiresAction)
-	if n := len(h.compactions(c.ID)); n != 0 {
-		t.Fatalf("%d compactions while a call waits", n)
-	}
+	onBothStores(t, func(t *testing.T, h *harness) {
+		h.fake.SetContextWindow(3000)
+		c := h.turnsChat(4, 1000, chat.DynamicTool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)})
+		h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{}`}}})
+		h.startOn(h.st, h.ps, h.windowed(3000), nil)
+		h.send(c.ID, "go")
+		h.waitStatus(c.ID, chat.RequiresAction)
+		if n := len(h.compactions(c.ID)); n != 0 {
+			t.Fatalf("%d compactions while a call waits", n)
+		}
 
-	h.fake.Push(llmtest.Turn{Text: "SUMMARY"}, llmtest.Turn{Text: "done"})
-	out, _ := json.Marshal(strings.Repeat("r", 6000))
-	if _, err := h.svc.SubmitToolResults(context.Background(), owner, c.ID, []service.ToolResult{{ToolCallID: "c1", Output: out}}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitStatus(c.ID, chat.Waiting)
-	reqs := h.waitRequests(3)
-	last := requestText(reqs[2])
-	if !strings.Contains(last, "SUMMARY") || !strings.Contains(last, `"tool_call_id":"c1"`) || strings.Contains(last, "question-A") {
-		t.Fatalf("the step after the result does not start from the summary with the call and its result: %.400s", last)
-	}
-	if got := h.fake.MaxPromptTokens(); got > 3000 {
-		t.Fatalf("a request of %d tokens passed the window", got)
-	}
+		h.fake.Push(llmtest.Turn{Text: "SUMMARY"}, llmtest.Turn{Text: "done"})
+		out, _ := json.Marshal(strings.Repeat("r", 6000))
+		if _, err := h.svc.SubmitToolResults(context.Background(), owner, c.ID, []service.ToolResult{{ToolCallID: "c1", Output: out}}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(c.ID, chat.Waiting)
+		reqs := h.waitRequests(3)
+		last := requestText(reqs[2])
+		if !strings.Contains(last, "SUMMARY") || !strings.Contains(last, `"tool_call_id":"c1"`) || strings.Contains(last, "question-A") {
+			t.Fatalf("the step after the result does not start from the summary with the call and its result: %.400s", last)
+		}
+		if got := h.fake.MaxPromptTokens(); got > 3000 {
+			t.Fatalf("a request of %d tokens passed the window", got)
+		}
+	})
 }
 
 // turnsNewChat is the chat turnsChat makes, with dynamic tools.

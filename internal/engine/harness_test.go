@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/pgtest"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
@@ -102,8 +103,20 @@ func (m models) Model(name string) (llm.Model, bool) { v, ok := m[name]; return 
 
 func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, sqlitetest.Open(t, t.TempDir()), tune...)
+}
+
+// onBothStores runs test with a harness on SQLite and one on PostgreSQL
+// (skipped without PARLEY_TEST_POSTGRES).
+func onBothStores(t *testing.T, test func(t *testing.T, h *harness)) {
+	t.Run("SQLite", func(t *testing.T) { test(t, newHarness(t)) })
+	t.Run("PostgreSQL", func(t *testing.T) { test(t, newHarnessOn(t, pgtest.Store(t, pgtest.DSN(t)))) })
+}
+
+// newHarnessOn is newHarness on the store st.
+func newHarnessOn(t *testing.T, st store.Store, tune ...func(*engine.Config)) *harness {
+	t.Helper()
 	ctx := context.Background()
-	st := sqlitetest.Open(t, t.TempDir())
 	ps := memory.New()
 	h := &harness{t: t, st: st, ps: ps, fake: llmtest.NewOpenAIChat(t), logs: &logCapture{}}
 	h.cfg = engine.Config{
