@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm"
@@ -291,4 +292,28 @@ func TestNoCompactionWhileCallsWait(t *testing.T) {
 // turnsNewChat is the chat turnsChat makes, with dynamic tools.
 func turnsNewChat(dyn ...chat.DynamicTool) service.NewChat {
 	return service.NewChat{Title: "long chat", DynamicTools: dyn}
+}
+
+// TestWorkerKilledDuringCompactionCompactsOnce: the worker that summarises
+// dies (its writes and renewals hang) before it records the summary; the
+// worker that recovers the chat summarises again, and the chat has exactly
+// one summary.
+func TestWorkerKilledDuringCompactionCompactsOnce(t *testing.T) {
+	onBothStores(t, func(t *testing.T, h *harness) {
+		c := h.turnsChat(3, 100)
+		h.fake.Push(llmtest.Turn{Text: "THE-SUMMARY"}, llmtest.Turn{Text: "THE-SUMMARY"})
+		dead := newDeadStore(t, h.st, 0)
+		dying := h.cfg
+		dying.LeaseTTL = 300 * time.Millisecond
+		h.startOn(dead, h.ps, h.windowed(0), nil, dying)
+		if _, err := h.svc.Compact(context.Background(), owner, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		await(t, dead.died, "the first worker's death")
+		h.startOn(h.st, h.ps, h.windowed(0), nil)
+		h.waitStatus(c.ID, chat.Waiting)
+		if cs := h.compactions(c.ID); len(cs) != 1 || cs[0].Source != chat.CompactManual {
+			t.Fatalf("compactions %+v, want exactly one", cs)
+		}
+	})
 }
