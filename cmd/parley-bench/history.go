@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/auth"
@@ -67,6 +68,9 @@ func measureHistory(ctx context.Context, r *replica, o historyOptions, log *slog
 	}
 	chats, err := insertHistories(ctx, r.st, o.sizes, o.chats)
 	if err != nil {
+		return res, err
+	}
+	if err := analyze(ctx, r.st); err != nil {
 		return res, err
 	}
 	if err := measureRuns(ctx, r, chats, o.steps, res, log); err != nil {
@@ -173,6 +177,22 @@ func insertHistories(ctx context.Context, st store.Store, sizes []int, perSize i
 		return nil, err
 	}
 	return chats, nil
+}
+
+// analyze has PostgreSQL gather the statistics of the tables the history
+// setup just filled, as autovacuum keeps them on a server that runs: on a
+// fresh schema the planner has none, and its default guesses for the
+// filters of a chat's reads (its answers, in force) choose a plan that
+// reads and sorts a whole long history. SQLite needs nothing.
+func analyze(ctx context.Context, st store.Store) error {
+	pg, ok := st.(interface{ Pool() *pgxpool.Pool })
+	if !ok {
+		return nil
+	}
+	if _, err := pg.Pool().Exec(ctx, "ANALYZE chats, messages"); err != nil {
+		return fmt.Errorf("history: analyze: %w", err)
+	}
+	return nil
 }
 
 // historyVerbatim is how many of a long history's last messages stay

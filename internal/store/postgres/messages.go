@@ -66,7 +66,9 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	// For each chat, its newest compaction in force is found on the
 	// messages_compaction partial index (the query names both terms of its
 	// predicate), then the messages after its through on the (chat_id, id)
-	// index.
+	// index: the row comparison only that index can serve, so the planner
+	// never walks the primary key from through, across every chat's
+	// messages, instead.
 	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded
 		FROM unnest($1::text[]) AS c(id)
 		CROSS JOIN LATERAL (SELECT coalesce((SELECT compaction_through FROM messages
@@ -74,7 +76,8 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 			ORDER BY id DESC LIMIT 1), 0) AS through) t
 		CROSS JOIN LATERAL (
 			SELECT `+messageColumns+` FROM messages
-			WHERE chat_id = c.id AND id > t.through AND NOT superseded ORDER BY id LIMIT $2) m
+			WHERE chat_id = c.id AND (chat_id, id) > (c.id, t.through) AND NOT superseded
+			ORDER BY chat_id, id LIMIT $2) m
 		ORDER BY m.id`, chatIDs, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
