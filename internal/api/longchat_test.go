@@ -207,4 +207,14 @@ func fortyTurns(t *testing.T, fake *llmtest.OpenAIChat, s *server) {
 		t.Fatalf("context %+v", got.Context)
 	}
 	t.Logf("40 turns: %d compactions, %d model calls, context now %+v", compactions, len(fake.Requests()), *got.Context)
+
+	// Compacted on request, the chat counts from the summary on, not by
+	// what its last answer reported before.
+	s.do("POST", "/api/v1/chats/"+c.ID+"/compact", tok, nil).expect(t, http.StatusAccepted, nil)
+	s.waitFor(tok, c.ID, chat.Waiting)
+	var after chat.Chat
+	s.do("GET", "/api/v1/chats/"+c.ID, tok, nil).expect(t, http.StatusOK, &after)
+	if after.Context == nil || after.Context.Tokens >= got.Context.Tokens {
+		t.Fatalf("context after /compact %+v, want below %d", after.Context, got.Context.Tokens)
+	}
 }

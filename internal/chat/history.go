@@ -23,17 +23,9 @@ func ForModel(history []Message) []Message {
 	summary, live := SinceCompaction(history)
 	out := make([]Message, 0, len(live)+1)
 	if summary != nil {
-		out = append(out, SummaryMessage(*summary, live0(live, history).ChatID))
+		out = append(out, SummaryMessage(*summary, history[0].ChatID))
 	}
 	return forModel(live, out)
-}
-
-// live0 is a message of the chat, to name it.
-func live0(live, history []Message) Message {
-	if len(live) > 0 {
-		return live[0]
-	}
-	return history[0]
 }
 
 // forModel appends history, with no compaction in it, to out as ForModel

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -91,8 +90,7 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 		req := llm.Request{Model: cm.ModelID, System: compactionPrompt,
 			Messages: []chat.Message{{ChatID: r.chat.ID, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(text)}}}}
 		res, err = provider.Stream(ctx, req, func(llm.Event) error { return nil })
-		var le *llm.Error
-		if !errors.As(err, &le) || le.Kind != llm.KindContextLength {
+		if !llm.IsContextLength(err) {
 			break
 		}
 		budget /= 2
@@ -131,10 +129,4 @@ func overflowed(f *chat.ChatError) *chat.ChatError {
 	f.Message = fmt.Sprintf("the conversation no longer fits the model's context window, and what is left to summarise does not make it fit (%s). "+
 		"Edit or regenerate to shorten the last turn, fork the chat from an earlier message, or send a new message (the turns before it can then be summarised)", f.Message)
 	return f
-}
-
-// isOverflow reports whether a step's failure is the provider saying the
-// request was too long for the model's context window.
-func isOverflow(o outcome) bool {
-	return o.failure != nil && o.failure.Kind == llm.KindContextLength
 }

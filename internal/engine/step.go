@@ -24,34 +24,18 @@ import (
 func (r *run) loop(ctx context.Context) error {
 	o, model, err := r.begin(ctx)
 	steps := 0
-	compacted, retried := false, false // this step's history was compacted; its overflow retried
+	var tried compactions // since the last model call
 	for err == nil {
 		if o == nil {
-			o, err = r.next(ctx, model, steps+1, compacted)
-			if err != nil {
+			if o, err = r.next(ctx, model, steps+1, &tried); err != nil {
 				break
 			}
-			if o.compaction != nil {
-				compacted = true
-			} else if isOverflow(*o) && !retried {
-				// The provider found the request too long: compact, and
-				// make the step again once.
-				retried = true
-				tokens := chat.ContextTokens(r.history, 0)
-				switch c := r.compact(ctx, model, chat.CompactOverflow, tokens); {
-				case c == nil: // nothing to summarise
-					o.failure = overflowed(o.failure)
-				case c.compaction != nil:
-					o, compacted = c, true
-				default: // the summary failed, or the run was stopped
-					o = c
-				}
-			} else {
+			if o.compaction == nil {
 				steps++
-				if isOverflow(*o) {
-					o.failure = overflowed(o.failure)
-				}
 			}
+		}
+		if o.compaction == nil {
+			tried = compactions{}
 		}
 		var more bool
 		if more, err = r.record(ctx, *o); err != nil || !more {
@@ -59,11 +43,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if len(o.run) > 0 {
 			o = ptr(r.runTools(ctx, *o))
-			compacted, retried = false, false
 		} else {
-			if o.compaction == nil {
-				compacted, retried = false, false
-			}
 			o = nil
 		}
 	}
@@ -73,26 +53,45 @@ func (r *run) loop(ctx context.Context) error {
 	return err
 }
 
+// compactions are the compactions a run tried since its last model call:
+// one of each kind at most, so a step is compacted before it once, and
+// made again after an overflow once.
+type compactions struct{ auto, overflow bool }
+
 // next returns the outcome of the run's next step: a compaction first,
-// when its history nears the model's window (and was not just compacted),
-// else the step-th model call, or the end of a run past the limit of
-// model calls.
-func (r *run) next(ctx context.Context, model llm.Model, step int, compacted bool) (*outcome, error) {
+// when its history nears the model's window, else the step-th model call;
+// after the provider found that call too long, a compaction, so the step
+// is made again; or the end of a run past the limit of model calls.
+func (r *run) next(ctx context.Context, model llm.Model, step int, tried *compactions) (*outcome, error) {
 	if step > r.e.cfg.MaxSteps {
 		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps))), nil
 	}
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
-	if due, tokens := r.dueForCompaction(model, fixedTokens(r.chat.SystemPrompt, defs)); due && !compacted {
+	if due, tokens := r.dueForCompaction(model, fixedTokens(r.chat.SystemPrompt, defs)); due && !tried.auto {
+		tried.auto = true
 		if o := r.compact(ctx, model, chat.CompactAuto, tokens); o != nil {
-			if o.failure != nil {
-				// The step may still fit: a failed summary ends nothing.
-				r.log.Warn("compaction failed; making the step without it", "err", o.failure.Message)
-			} else {
+			if o.failure == nil {
 				return o, nil
 			}
+			// The step may still fit: a failed summary ends nothing.
+			r.log.Warn("compaction failed; making the step without it", "err", o.failure.Message)
 		}
 	}
-	return r.step(ctx, model, step, defs)
+	o, err := r.step(ctx, model, step, defs)
+	if err != nil || o.failure == nil || o.failure.Kind != llm.KindContextLength {
+		return o, err
+	}
+	if tried.overflow {
+		o.failure = overflowed(o.failure)
+		return o, nil
+	}
+	tried.overflow, tried.auto = true, true
+	c := r.compact(ctx, model, chat.CompactOverflow, chat.ContextTokens(r.history, 0))
+	if c == nil { // nothing to summarise
+		o.failure = overflowed(o.failure)
+		return o, nil
+	}
+	return c, nil // the summary, or why it failed, or the run was stopped
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -37,6 +37,10 @@ func TestFacadeChatCompactsAndIsContinued(t *testing.T) {
 	if len(res.Choices[0].Message.ToolCalls) != 1 || strings.Contains(res.Choices[0].Message.Content, "SUMMARY") {
 		t.Fatalf("first answer %+v, want the call", res.Choices[0].Message)
 	}
+	// The summary is spent answering: its tokens count in the usage.
+	if reqs := fake.Requests(); len(reqs) != 2 || res.Usage.PromptTokens != reqs[0].PromptTokens+reqs[1].PromptTokens {
+		t.Fatalf("usage %+v over %d requests, want the summary's prompt tokens and the answer's", res.Usage, len(reqs))
+	}
 	id := r.onlyChat("alice").ID
 	params = withCall(params, "call_w", `{"city":"Kyiv"}`, "clear")
 	res, err = c.Chat.Completions.New(context.Background(), params)

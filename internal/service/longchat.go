@@ -105,7 +105,11 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 		}
 		edited := page[0]
 		edited.Parts = parts
-		return s.rerun(ctx, tx, n, &c, msgID, &edited)
+		history, err := sinceCompaction(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return s.rerun(ctx, tx, n, &c, history, msgID, &edited)
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("edit message %d of chat %s: %w", msgID, id, err)
@@ -138,7 +142,7 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 		if last == 0 {
 			return &StatusError{ChatID: id, Status: c.Status, Reason: "the chat has no user message to answer again"}
 		}
-		return s.rerun(ctx, tx, n, &c, last, nil)
+		return s.rerun(ctx, tx, n, &c, history, last, nil)
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("regenerate chat %s: %w", id, err)
@@ -147,13 +151,9 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 }
 
 // rerun supersedes the messages of c after the user message at, keeping
-// the newest compaction if it summarises only messages before that one,
-// and sets the chat pending to answer it again.
-func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *chat.Chat, at int64, edited *chat.Message) error {
-	history, err := sinceCompaction(ctx, tx, c.ID)
-	if err != nil {
-		return err
-	}
+// the newest compaction (history is c's from it on) if it summarises only
+// messages before that one, and sets the chat pending to answer it again.
+func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *chat.Chat, history []chat.Message, at int64, edited *chat.Message) error {
 	var keep *chat.Message
 	for _, m := range history {
 		if chat.IsCompaction(m) && m.ID > at && m.Parts[0].ThroughMessageID < at {
@@ -166,17 +166,19 @@ func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *c
 	n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindHistory, SupersededAfter: at, Message: edited})
 	if keep != nil {
 		// Still true of what stays: the summary is written again after it.
-		m := chat.Message{ChatID: c.ID, Role: keep.Role, Parts: keep.Parts, Usage: nil}
+		m := chat.Message{ChatID: c.ID, Role: keep.Role, Parts: keep.Parts}
 		if err := tx.InsertMessage(ctx, &m); err != nil {
 			return fmt.Errorf("keep the compaction: %w", err)
 		}
 		n.Message(m)
 	}
 	before := c.Status
-	if *c, err = tx.TransitionChat(ctx, c.ID, store.Transition{From: before, To: chat.Pending}); err != nil {
+	after, err := tx.TransitionChat(ctx, c.ID, store.Transition{From: before, To: chat.Pending})
+	if err != nil {
 		return fmt.Errorf("chat %s to pending: %w", c.ID, err)
 	}
-	n.StatusChanged(before, *c)
+	*c = after
+	n.StatusChanged(before, after)
 	return nil
 }
 
@@ -305,16 +307,24 @@ func sinceCompaction(ctx context.Context, r store.Reader, id string) ([]chat.Mes
 	return msgs, err
 }
 
-// withContext sets c.Context from the history since its newest compaction
-// and its model's window; it stays nil when the window is unknown.
+// withContext sets c.Context from the chat's last turn, or its history
+// since its newest compaction, and its model's window; it stays nil when
+// the window is unknown.
 func (s *Service) withContext(ctx context.Context, c *chat.Chat) error {
 	m, ok := s.cfg.FindModel(c.Model)
 	if !ok || m.Window() <= 0 {
 		return nil
 	}
-	history, err := sinceCompaction(ctx, s.st, c.ID)
+	// The last turn is enough when it starts with an answer that reported
+	// its tokens (a compaction after it would start the turn instead).
+	history, err := s.st.LastTurn(ctx, c.ID)
 	if err != nil {
 		return err
+	}
+	if len(history) == 0 || chat.IsCompaction(history[0]) || history[0].Usage == nil || history[0].Usage.InputTokens == 0 {
+		if history, err = sinceCompaction(ctx, s.st, c.ID); err != nil {
+			return err
+		}
 	}
 	c.Context = chat.ContextOf(chat.ContextTokens(history, chat.EstimateText(c.SystemPrompt)), m.Window())
 	return nil
