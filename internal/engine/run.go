@@ -35,12 +35,15 @@ type run struct {
 	lease  store.Lease
 	log    *slog.Logger
 	steps  *stepState // what the run streams of the step in progress, for snapshots
-	// first is the start of the history, read with the acquisition (up to
-	// firstPage messages), for the first step; nil once used, or if not read.
+	// first is the start of the history from the newest compaction on, read
+	// with the acquisition (up to firstPage messages), for the first step;
+	// nil once used, or if not read.
 	first []chat.Message
-	// history is the chat's messages, read once when the run begins and then
-	// kept: while the chat runs nothing but its run adds messages to it, and
-	// record appends each message once its write committed.
+	// history is the chat's messages from its newest compaction on (what
+	// the model sees), read once when the run begins and then kept: while
+	// the chat runs nothing but its run adds messages to it, and record
+	// appends each message once its write committed (and drops what a
+	// compaction it records summarised).
 	history []chat.Message
 	// view is what the model sees of history[:viewed] (chat.ForModel),
 	// built once and extended by each step, so a step does not redo the
