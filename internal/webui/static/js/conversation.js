@@ -297,32 +297,26 @@ export class Conversation {
   }
 
   // editMessage replaces the text of user message id; the messages after
-  // it are superseded and it is answered again. The ones shown when the
-  // edit was sent go at once (the history event says the same); later
-  // ones are the new answer.
-  async editMessage(id, content) {
-    const chatId = this.id;
-    const upTo = this.view.lastId;
-    try {
-      const c = await this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content });
-      if (this.id !== chatId) return "";
-      this.view.supersede(id, upTo);
-      this.setChat(c);
-      setError($("#composer-error"), "");
-      return "";
-    } catch (err) {
-      return err.message;
-    }
+  // it are superseded and it is answered again.
+  editMessage(id, content) {
+    return this.rerun(id, (chatId) => this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content }));
   }
 
   // regenerate answers the last user message again, replacing what came
   // after it.
-  async regenerate() {
+  regenerate() {
+    return this.rerun(this.view.lastUserId(), (chatId) => this.api.post(this.api.chatPath(chatId, "/regenerate")));
+  }
+
+  // rerun sends a request that supersedes the messages after message
+  // after and answers again; the ones shown when it was sent go at once
+  // (the history event says the same), later ones are the new answer. It
+  // returns the API's error message, "" on success.
+  async rerun(after, send) {
     const chatId = this.id;
-    const after = this.view.lastUserId();
     const upTo = this.view.lastId;
     try {
-      const c = await this.api.post(this.api.chatPath(chatId, "/regenerate"));
+      const c = await send(chatId);
       if (this.id !== chatId) return "";
       this.view.supersede(after, upTo);
       this.setChat(c);
