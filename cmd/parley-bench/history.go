@@ -445,8 +445,8 @@ type acquireClock struct {
 	at map[string]time.Time
 }
 
-func (s *acquireClock) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
-	cs, ls, err := s.watchStore.AcquireChats(ctx, workerID, ttl, max)
+func (s *acquireClock) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
+	cs, ls, err := s.watchStore.AcquireChats(ctx, a)
 	now := time.Now()
 	s.mu.Lock()
 	for _, c := range cs {

@@ -230,8 +230,8 @@ func newWatchStore(st store.Store, target int64) *watchStore {
 	return &watchStore{Store: st, target: target, done: make(chan struct{})}
 }
 
-func (s *watchStore) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
-	cs, ls, err := s.Store.AcquireChats(ctx, workerID, ttl, max)
+func (s *watchStore) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
+	cs, ls, err := s.Store.AcquireChats(ctx, a)
 	s.acquires.Add(1)
 	return cs, ls, err
 }

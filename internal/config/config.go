@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/quota"
 )
 
 // Config is parley's whole configuration.
@@ -32,7 +33,22 @@ type Config struct {
 	Tools        Tools   `yaml:"tools"`
 	Limits       Limits  `yaml:"limits"`
 	Engine       Engine  `yaml:"engine"`
+	Quotas       Quotas  `yaml:"quotas"`
+	CORS         CORS    `yaml:"cors"`
 	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
+}
+
+// Quotas are what each owner may use (docs/operations.md): Defaults for
+// every owner, which an admin may override per owner through the API.
+type Quotas struct {
+	Defaults quota.Limits `yaml:"defaults"`
+}
+
+// CORS lets browser apps on other origins call /api and /v1.
+type CORS struct {
+	// AllowedOrigins are exact origins ("https://app.example.com"); none
+	// by default.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Model is a name clients use, bound to a provider's model.
@@ -346,6 +362,9 @@ func (c *Config) check() error {
 	}
 	if err := c.Limits.check(); err != nil {
 		return err
+	}
+	if err := c.Quotas.Defaults.Check(); err != nil {
+		return fmt.Errorf("quotas.defaults: %w", err)
 	}
 	if e := c.Engine; e.Concurrency <= 0 || e.LeaseTTL <= 0 || e.Heartbeat <= 0 || e.PollInterval <= 0 || e.MaxRecoveries <= 0 {
 		return errors.New("engine: concurrency, lease_ttl, heartbeat, poll_interval and max_recoveries must be positive")

@@ -135,12 +135,12 @@ func (s *deadStore) InTx(ctx context.Context, fn func(store.Tx) error) error {
 func (s *deadStore) RenewLease(context.Context, store.Lease, time.Duration) (bool, error) {
 	return false, s.hang()
 }
-func (s *deadStore) AcquireChats(ctx context.Context, worker string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+func (s *deadStore) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
 	select {
 	case <-s.died:
 		return nil, nil, s.hang()
 	default:
-		return s.Store.AcquireChats(ctx, worker, ttl, max)
+		return s.Store.AcquireChats(ctx, a)
 	}
 }
 func (s *deadStore) RecoverExpiredLeases(ctx context.Context, count bool) ([]string, error) {

@@ -312,7 +312,7 @@ take:
 		}
 		return false, false // not known to live: setAlive kicks the loop once it is
 	}
-	chats, leases, err := e.st.AcquireChats(ctx, worker, e.cfg.LeaseTTL, free)
+	chats, leases, err := e.st.AcquireChats(ctx, store.Acquire{WorkerID: worker, TTL: e.cfg.LeaseTTL, Max: free})
 	if err != nil && ctx.Err() == nil {
 		e.unavailable(err)
 		e.log.Error("acquire chats", "err", err)

@@ -34,7 +34,7 @@ func TestCommitReportsALostLeaseWhateverTheEventSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, leases, err := st.AcquireChats(t.Context(), "w1", time.Minute, 1)
+			_, leases, err := st.AcquireChats(t.Context(), store.Acquire{WorkerID: "w1", TTL: time.Minute, Max: 1})
 			if err != nil || len(leases) != 1 {
 				t.Fatalf("acquire: %v, %v", leases, err)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/quota"
 )
 
 var (
@@ -70,13 +71,18 @@ type Store interface {
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
-	// AcquireChats moves up to max pending chats that have waited longest
-	// (oldest updated_at first) to running, each under a new lease held by
-	// workerID until now+ttl, skipping chats another transaction has locked
-	// (PostgreSQL: FOR UPDATE SKIP LOCKED). It increments each lease
-	// generation and clears nothing else. It returns the chats (oldest
-	// first) and their leases; none when no chat is pending.
-	AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []Lease, error)
+	// AcquireChats moves up to a.Max pending chats to running, each under a
+	// new lease held by a.WorkerID until now+a.TTL, skipping chats another
+	// transaction has locked (PostgreSQL: FOR UPDATE SKIP LOCKED). It is
+	// fair across owners: it takes first the chats of the owners with the
+	// fewest running (counting the ones it takes), and of one owner the
+	// chats that waited longest (oldest updated_at first); it never lets an
+	// owner run more than its max_running (a.MaxRunning unless the owner's
+	// quotas override it; 0: unlimited), also when replicas acquire at the
+	// same time. It increments each lease generation and clears nothing
+	// else. It returns the chats and their leases; none when no chat may
+	// start.
+	AcquireChats(ctx context.Context, a Acquire) ([]chat.Chat, []Lease, error)
 	// RenewLease extends l to now+ttl and reports whether an interrupt was
 	// requested for the chat. ErrLeaseLost if l no longer holds the chat.
 	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (interruptRequested bool, err error)
@@ -126,6 +132,17 @@ type Reader interface {
 	SinceCompaction(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error)
 	// ListQueued returns the chat's queued messages in arrival order.
 	ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error)
+
+	// OwnerQuotas returns the quotas an admin set for the owner (the zero
+	// value if none); ErrNotFound if the owner does not exist.
+	OwnerQuotas(ctx context.Context, owner string) (quota.Overrides, error)
+	// OwnerUsage returns the usage recorded for the owner's chats on the
+	// UTC days from since's day on (TransitionChat's AddUsage and AddUsage
+	// record it, on the database's clock, in the transaction that adds it
+	// to the chat).
+	OwnerUsage(ctx context.Context, owner string, since time.Time) (chat.Usage, error)
+	// CountChats returns how many chats the owner has.
+	CountChats(ctx context.Context, owner string) (int, error)
 
 	// CountOwners returns how many owners exist.
 	CountOwners(ctx context.Context) (int, error)
@@ -215,9 +232,22 @@ type Tx interface {
 	// InsertToken stores a token (its hash, never its secret). ErrExists on a
 	// duplicate id; ErrNotFound if the owner does not exist.
 	InsertToken(ctx context.Context, t *Token) error
+	// SetOwnerQuotas replaces the quotas an admin set for the owner;
+	// ErrNotFound if the owner does not exist.
+	SetOwnerQuotas(ctx context.Context, owner string, o quota.Overrides) error
 	// RevokeToken marks a token revoked; ErrNotFound if there is no such token.
 	// Revoking a revoked token is not an error.
 	RevokeToken(ctx context.Context, id string) error
+}
+
+// Acquire asks AcquireChats for work.
+type Acquire struct {
+	WorkerID string
+	TTL      time.Duration // the leases' life
+	Max      int           // at most this many chats
+	// MaxRunning caps each owner's running chats unless the owner's
+	// quotas override it; 0: unlimited.
+	MaxRunning int
 }
 
 // Transition is a status change with the columns that change with it.

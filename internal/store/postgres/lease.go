@@ -29,7 +29,8 @@ var (
 // AcquireChats takes up to max pending chats, oldest updated_at first, that
 // no other transaction has locked (FOR UPDATE SKIP LOCKED), so concurrent
 // acquirers never wait for each other nor take the same chat.
-func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
+	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}

@@ -45,7 +45,7 @@ func runningFor(t *testing.T, s store.Store, worker string) chat.Chat {
 	inTx(t, s, func(tx store.Tx) error { _, err := tx.CreateOwner(t.Context(), "alice"); return err })
 	c := chat.Chat{ID: "chat-of-the-worker", Owner: "alice", Model: "m", Status: chat.Pending}
 	inTx(t, s, func(tx store.Tx) error { return tx.InsertChat(t.Context(), &c) })
-	cs, _, err := s.AcquireChats(t.Context(), worker, time.Hour, 1)
+	cs, _, err := s.AcquireChats(t.Context(), store.Acquire{WorkerID: worker, TTL: time.Hour, Max: 1})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("acquire: %v, %d chats", err, len(cs))
 	}

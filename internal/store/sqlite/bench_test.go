@@ -62,7 +62,7 @@ func BenchmarkRunWrites(b *testing.B) {
 
 // oneRun acquires a chat and ends its run, as the engine's writes do.
 func oneRun(ctx context.Context, s *sqlite.Store, ids *[]int64) error {
-	cs, ls, err := s.AcquireChats(ctx, "w", time.Minute, 1)
+	cs, ls, err := s.AcquireChats(ctx, store.Acquire{WorkerID: "w", TTL: time.Minute, Max: 1})
 	if err != nil || len(cs) != 1 {
 		return fmt.Errorf("acquire: %d chats, %v", len(cs), err)
 	}

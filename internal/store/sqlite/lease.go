@@ -27,7 +27,8 @@ var (
 
 // AcquireChats moves up to max pending chats, oldest updated_at first, to
 // running under new leases of workerID.
-func (s *Store) AcquireChats(ctx context.Context, workerID string, ttl time.Duration, max int) ([]chat.Chat, []store.Lease, error) {
+func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
+	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}

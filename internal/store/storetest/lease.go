@@ -41,7 +41,7 @@ const clockSlack = 5 * time.Second
 // acquireOne acquires at most one chat, with store.ErrNotFound when none is
 // pending.
 func acquireOne(ctx context.Context, s store.Store, worker string, ttl time.Duration) (chat.Chat, store.Lease, error) {
-	cs, ls, err := s.AcquireChats(ctx, worker, ttl, 1)
+	cs, ls, err := s.AcquireChats(ctx, store.Acquire{WorkerID: worker, TTL: ttl, Max: 1})
 	switch {
 	case err != nil:
 		return chat.Chat{}, store.Lease{}, err
@@ -192,7 +192,7 @@ func testAcquireInvalid(t *testing.T, open opener) {
 		worker string
 		ttl    time.Duration
 	}{{"", longTTL}, {"w1", 0}, {"w1", -time.Second}} {
-		if _, _, err := s.AcquireChats(t.Context(), "w1", longTTL, 0); err == nil {
+		if _, _, err := s.AcquireChats(t.Context(), store.Acquire{WorkerID: "w1", TTL: longTTL, Max: 0}); err == nil {
 			t.Fatal("AcquireChats of 0 chats must be refused")
 		}
 		_, _, err := acquireOne(t.Context(), s, tc.worker, tc.ttl)
@@ -610,7 +610,7 @@ func testAcquireSeveral(t *testing.T, open opener) {
 	}
 	var got []string
 	for _, n := range []int{3, 3} {
-		cs, ls, err := s.AcquireChats(t.Context(), "w1", longTTL, n)
+		cs, ls, err := s.AcquireChats(t.Context(), store.Acquire{WorkerID: "w1", TTL: longTTL, Max: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -626,7 +626,7 @@ func testAcquireSeveral(t *testing.T, open opener) {
 		}
 	}
 	wantEqual(t, "acquired in order", got, want)
-	cs, _, err := s.AcquireChats(t.Context(), "w1", longTTL, 3)
+	cs, _, err := s.AcquireChats(t.Context(), store.Acquire{WorkerID: "w1", TTL: longTTL, Max: 3})
 	if err != nil || len(cs) != 0 {
 		t.Fatalf("nothing left: %d chats, %v", len(cs), err)
 	}

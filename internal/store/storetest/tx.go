@@ -329,7 +329,7 @@ func testFencedWritesIsolateFailures(t *testing.T, open opener) {
 		c := addChat(t, s, chat.Chat{Status: chat.Pending})
 		appendMessage(t, s, textMessage(c.ID, "hello"))
 	}
-	chats, leases, err := s.AcquireChats(t.Context(), "w1", longTTL, n)
+	chats, leases, err := s.AcquireChats(t.Context(), store.Acquire{WorkerID: "w1", TTL: longTTL, Max: n})
 	if err != nil || len(chats) != n {
 		t.Fatalf("acquire %d chats: %d, %v", n, len(chats), err)
 	}
