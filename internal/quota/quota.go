@@ -209,3 +209,15 @@ func (b *Budget) CheckLimits(ctx context.Context, r Reader, owner string, l Limi
 	}
 	return nil
 }
+
+// CapError refuses what would pass one of an owner's caps (max_chats,
+// max_streams, max_file_bytes).
+type CapError struct {
+	Owner string
+	Key   string // the quota's key, as in Limits' JSON
+	Limit int64
+}
+
+func (e *CapError) Error() string {
+	return fmt.Sprintf("the owner's %s quota of %d is reached; free some up, or an admin can raise it", e.Key, e.Limit)
+}

@@ -143,6 +143,10 @@ type Reader interface {
 	OwnerUsage(ctx context.Context, owner string, since time.Time) (chat.Usage, error)
 	// CountChats returns how many chats the owner has.
 	CountChats(ctx context.Context, owner string) (int, error)
+	// OwnerStats returns, for every owner with pending or running chats
+	// or usage recorded from since's day on, those counts and that usage:
+	// what the metrics show per owner.
+	OwnerStats(ctx context.Context, since time.Time) ([]OwnerStat, error)
 
 	// CountOwners returns how many owners exist.
 	CountOwners(ctx context.Context) (int, error)
@@ -238,6 +242,13 @@ type Tx interface {
 	// RevokeToken marks a token revoked; ErrNotFound if there is no such token.
 	// Revoking a revoked token is not an error.
 	RevokeToken(ctx context.Context, id string) error
+}
+
+// OwnerStat is one owner's queue and usage (Reader.OwnerStats).
+type OwnerStat struct {
+	Owner            string
+	Pending, Running int
+	Usage            chat.Usage
 }
 
 // Acquire asks AcquireChats for work.
