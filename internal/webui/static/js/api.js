@@ -1,10 +1,12 @@
 // The public HTTP API, with the bearer token. Every call returns the
 // decoded JSON or throws an APIError carrying the server's error body.
 
+import { quotaMessage } from "./quota.js";
+
 export class APIError extends Error {
   constructor(status, body) {
     const e = (body && body.error) || {};
-    super(e.message || `HTTP ${status}`);
+    super(quotaMessage(status, e) || e.message || `HTTP ${status}`);
     this.status = status;
     this.code = e.code || "";
     this.details = e.details || {};

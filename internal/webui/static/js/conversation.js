@@ -9,6 +9,7 @@ import { EventStream } from "./sse.js";
 import { MessageView, usageText } from "./messages.js";
 import { ActionPanel } from "./actions.js";
 import { busy, connState, statusText } from "./status.js";
+import { errorKinds } from "./quota.js";
 
 const historyPage = 200;
 
@@ -341,7 +342,7 @@ export class Conversation {
 
   showError(e) {
     const box = $("#chat-error");
-    box.querySelector(".error-kind").textContent = e.kind || "error";
+    box.querySelector(".error-kind").textContent = errorKinds[e.kind] || e.kind || "error";
     box.querySelector(".error-message").textContent = e.message || "";
     show(box, true);
   }
