@@ -25,23 +25,51 @@ var (
 	recoverFrom, recoverTo = dbutil.Change(chat.Running, chat.Pending)
 )
 
-// AcquireChats moves up to max pending chats, oldest updated_at first, to
-// running under new leases of workerID.
+// acquireSQL moves up to ? pending chats to running under new leases,
+// fairly across owners. Each pending chat is ranked by its owner's running
+// count plus its place in the owner's queue (oldest updated_at first; the
+// window reads chats_pending_owner in order), so the chats of the owners
+// with the fewest running come first, counting the ones this statement
+// takes; a chat whose rank passes its owner's max_running (the quotas'
+// override, else the default; 0: unlimited) is not taken.
+var acquireSQL = `WITH running AS (
+		SELECT owner, count(*) AS n FROM chats WHERE status = 'running' GROUP BY owner
+	),
+	queued AS (
+		SELECT id, owner, updated_at, row_number() OVER (PARTITION BY owner ORDER BY updated_at, id) AS place
+		FROM chats WHERE status = ` + acquireFrom + `
+	),
+	ranked AS (
+		SELECT k.id, k.updated_at, coalesce(r.n, 0) + k.place AS rank,
+			coalesce((SELECT json_extract(q.overrides, '$.max_running') FROM owner_quotas q
+				WHERE q.owner = k.owner), ?) AS max_running
+		FROM queued k LEFT JOIN running r ON r.owner = k.owner
+	)
+	UPDATE chats
+	SET status = ` + acquireTo + `, worker_id = ?, lease_generation = lease_generation + 1,
+		lease_expires_at = ?, version = version + 1, updated_at = ?
+	WHERE id IN (SELECT id FROM ranked WHERE max_running = 0 OR rank <= max_running
+		ORDER BY rank, updated_at, id LIMIT ?)
+	RETURNING ` + chatColumns
+
+// AcquireChats moves up to a.Max pending chats to running under new leases
+// of a.WorkerID, fairly across owners and within each owner's max_running
+// (acquireSQL); the single writer keeps concurrent acquirers from both
+// counting the same free slots.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
 	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
+	if a.MaxRunning < 0 {
+		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
+	}
 	var chats []chat.Chat
 	err := s.writeOne(ctx, func(q querier) error {
 		chats = nil
 		now := dbutil.Now()
-		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = `+acquireTo+`, worker_id = ?, lease_generation = lease_generation + 1,
-				lease_expires_at = ?, version = version + 1, updated_at = ?
-			WHERE id IN (SELECT id FROM chats WHERE status = `+acquireFrom+` ORDER BY updated_at, id LIMIT ?)
-			RETURNING `+chatColumns,
-			workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
+		rows, err := q.QueryContext(ctx, acquireSQL,
+			a.MaxRunning, workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 		if err != nil {
 			return err
 		}
