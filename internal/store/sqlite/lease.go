@@ -25,25 +25,39 @@ var (
 	recoverFrom, recoverTo = dbutil.Change(chat.Running, chat.Pending)
 )
 
-// acquireSQL moves up to ? pending chats to running under new leases,
-// fairly across owners. Each pending chat is ranked by its owner's running
-// count plus its place in the owner's queue (oldest updated_at first; the
-// window reads chats_pending_owner in order), so the chats of the owners
-// with the fewest running come first, counting the ones this statement
-// takes; a chat whose rank passes its owner's max_running (the quotas'
-// override, else the default; 0: unlimited) is not taken.
-var acquireSQL = `WITH running AS (
-		SELECT owner, count(*) AS n FROM chats WHERE status = 'running' GROUP BY owner
+// acquireSQL moves up to a.Max pending chats to running under new leases,
+// fairly across owners. ownerQueues walks the owners that have pending
+// chats one index probe each (a skip scan of chats_pending_owner), so that
+// its cost follows the number of owners, not of pending chats. For each
+// owner, slots holds its running count, its max_running (the quotas'
+// override, else the default; 0: unlimited) and its horizon: the
+// updated_at of its a.Max-th pending chat, past which none of its chats
+// can be taken. Each chat within the horizon is ranked by its owner's
+// running count plus its place in the owner's queue (oldest updated_at
+// first), so the chats of the owners with the fewest running come first,
+// counting the ones this statement takes; a chat whose rank passes its
+// owner's max_running is not taken. The arguments are a.MaxRunning, a.Max,
+// the worker, the expiry, the time, a.Max.
+var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
+		SELECT (SELECT owner FROM chats WHERE status = ` + acquireFrom + ` ORDER BY owner LIMIT 1)
+		UNION ALL
+		SELECT (SELECT c.owner FROM chats c WHERE c.status = ` + acquireFrom + ` AND c.owner > o.owner
+			ORDER BY c.owner LIMIT 1)
+		FROM ownerQueues o WHERE o.owner IS NOT NULL
 	),
-	queued AS (
-		SELECT id, owner, updated_at, row_number() OVER (PARTITION BY owner ORDER BY updated_at, id) AS place
-		FROM chats WHERE status = ` + acquireFrom + `
+	slots AS MATERIALIZED (
+		SELECT o.owner,
+			(SELECT count(*) FROM chats WHERE status = 'running' AND owner = o.owner) AS running,
+			coalesce((SELECT json_extract(q.overrides, '$.max_running') FROM owner_quotas q
+				WHERE q.owner = o.owner), ?) AS max_running,
+			coalesce((SELECT updated_at FROM chats WHERE status = ` + acquireFrom + ` AND owner = o.owner
+				ORDER BY updated_at, id LIMIT 1 OFFSET ? - 1), 9223372036854775807) AS horizon
+		FROM ownerQueues o WHERE o.owner IS NOT NULL
 	),
 	ranked AS (
-		SELECT k.id, k.updated_at, coalesce(r.n, 0) + k.place AS rank,
-			coalesce((SELECT json_extract(q.overrides, '$.max_running') FROM owner_quotas q
-				WHERE q.owner = k.owner), ?) AS max_running
-		FROM queued k LEFT JOIN running r ON r.owner = k.owner
+		SELECT c.id, c.updated_at, s.max_running,
+			s.running + row_number() OVER (PARTITION BY c.owner ORDER BY c.updated_at, c.id) AS rank
+		FROM slots s CROSS JOIN chats c ON c.status = ` + acquireFrom + ` AND c.owner = s.owner AND c.updated_at <= s.horizon
 	)
 	UPDATE chats
 	SET status = ` + acquireTo + `, worker_id = ?, lease_generation = lease_generation + 1,
@@ -69,7 +83,7 @@ func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat,
 		chats = nil
 		now := dbutil.Now()
 		rows, err := q.QueryContext(ctx, acquireSQL,
-			a.MaxRunning, workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
+			a.MaxRunning, max, workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 		if err != nil {
 			return err
 		}
