@@ -95,10 +95,10 @@ var acquireSQL = `WITH RECURSIVE ownerQueues AS (
 //
 // The caps need more than row locks. Two acquirers whose snapshots are
 // taken at once both count the same free slots; mostly they then race for
-// the same oldest chats and the loser finds them gone, but not always: one
-// that skipped a chat another transaction held (a message being posted)
-// takes a younger one, and the other, finding the first chat free again,
-// takes it too, one more than max_running. So acquirers take turns on an
+// the same oldest chats and the loser finds them gone, but not always: if
+// the owner's queue changed between their snapshots (an edit of a pending
+// chat's title moves it to the back), they pick different chats and
+// between them start more than max_running. So acquirers take turns on an
 // advisory lock taken in a statement of its own before the query: under
 // READ COMMITTED the query's snapshot starts after the lock is granted, so
 // it sees every chat the previous holder started. The lock travels in the
