@@ -64,6 +64,7 @@ type options struct {
 	mcpRounds      int
 	mcpCalls       int
 	facadeRequests int
+	fairRounds     int
 	skip           map[string]bool // groups not to run
 
 	historySizes []int // prior messages of the history rows' chats
@@ -82,9 +83,10 @@ const (
 	groupMCP      = "mcp"      // an MCP source over stdio
 	groupHistory  = "history"  // step and POST /tool-results cost by history length; a long chat on a small window
 	groupFacade   = "facade"   // the OpenAI-compatible facade over direct model calls
+	groupFair     = "fair"     // fair acquisition across owners (PostgreSQL)
 )
 
-var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupMCP, groupHistory, groupFacade}
+var groups = []string{groupLoop, groupStream, groupCycle, groupDispatch, groupLua, groupMCP, groupHistory, groupFacade, groupFair}
 
 // parseSkip reads -skip: a comma-separated list of groups.
 func parseSkip(list string) (map[string]bool, error) {
@@ -138,6 +140,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.IntVar(&o.historySteps, "history-steps", 21, "model calls per history run: steps-1 calls of a server-side tool, then a text")
 	fs.IntVar(&o.historyPosts, "history-posts", 20, "POST /tool-results timed per history chat, after one for warm-up")
 	fs.IntVar(&o.facadeRequests, "facade-requests", 1000, "rounds of the facade rows: each makes every kind of request once through the facade and once directly")
+	fs.IntVar(&o.fairRounds, "fair-rounds", 200, "acquisitions of the fair-acquisition rows timed each way (PostgreSQL)")
 	skip := fs.String("skip", "", "comma-separated `groups` not to run: "+strings.Join(groups, ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -154,6 +157,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
+	case o.fairRounds < 1:
+		return o, fmt.Errorf("-fair-rounds must be at least 1")
 	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1 || o.mcpRounds < 1 || o.mcpCalls < 1 || o.facadeRequests < 1:
 		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps, -lua-rounds, -mcp-rounds, -mcp-calls and -facade-requests must be at least 1")
 	case o.historyChats < 1 || o.historySteps < 2 || o.historyPosts < 1:
@@ -212,7 +217,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	b.sqlite(ctx)
 	if o.postgres != "" {
 		b.postgresRows(ctx)
-	} else if b.runs(groupLoop) || b.runs(groupStream) || b.runs(groupCycle) || b.runs(groupHistory) {
+	} else if b.runs(groupLoop) || b.runs(groupStream) || b.runs(groupCycle) || b.runs(groupHistory) || b.runs(groupFair) {
 		b.t.note("PostgreSQL rows skipped: no DSN (set -postgres, PARLEY_BENCH_POSTGRES or PARLEY_TEST_POSTGRES).")
 	}
 	if w, e := logs.counts(); w+e > 0 {
@@ -272,6 +277,8 @@ func (b *bench) header(w io.Writer) {
 		o.historyChats, sizeList(o.historySizes), plural(o.historySteps, "step"), o.historyPosts)
 	fmt.Fprintf(w, "facade: %d rounds (after %d for warm-up) of 2 kinds × streamed and not × through the facade and direct, interleaved, on a database of their own; engine defaults; model: a fake OpenAI server on loopback that answers at once\n",
 		o.facadeRequests, facadeWarmup)
+	fmt.Fprintf(w, "fair: %d acquisitions of %d each way (after %d for warm-up), interleaved, on a schema of its own (PostgreSQL)\n",
+		o.fairRounds, fairMax, fairWarmup)
 	var skipped []string
 	for _, g := range groups {
 		if o.skip[g] {

@@ -26,7 +26,7 @@ var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-r
 	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1",
 	"-mcp-rounds", "1", "-mcp-calls", "5",
 	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2",
-	"-facade-requests", "3"}
+	"-facade-requests", "3", "-fair-rounds", "3"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
 // the table has every SQLite row with a measured value.
@@ -109,13 +109,15 @@ func TestRunPostgres(t *testing.T) {
 		"| full cycles/s through the HTTP API, PostgreSQL, 2 replicas, POST on B, engine on A, 2 clients",
 		"| parley's time per step after a run's first, PostgreSQL: 1,000 vs 10 prior messages, medians",
 		"| POST /tool-results, PostgreSQL: 1,000 vs 10 prior messages, medians",
+		"| fair AcquireChats, PostgreSQL, 10,000 pending chats of 100 owners (one with 9,010 older ones), Max 8 (3 acquisitions): p99",
+		"| rounds until every owner's first chat is taken, draining by 8, fair,",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("no %q in the output:\n%s", want, table)
 		}
 	}
 	// -one-replica postgres moves the one-replica run off SQLite.
-	if strings.Count(table, "deltas received") != 2 || !rowPasses(table, "deltas received") || strings.Contains(table, "error") {
+	if strings.Count(table, "deltas received") != 2 || !rowPasses(table, "deltas received") || !rowPasses(table, "rounds until every owner's first chat") || strings.Contains(table, "error") {
 		t.Errorf("want two latency runs with every delta, and no failure:\n%s", table)
 	}
 }
@@ -124,15 +126,15 @@ func TestRunPostgres(t *testing.T) {
 // database is opened.
 func TestSkip(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"-skip", "loop, stream,cycle,lua,mcp,history,facade", "-dispatch-steps", "2"}
+	args := []string{"-skip", "loop, stream,cycle,lua,mcp,history,facade,fair", "-dispatch-steps", "2"}
 	if code := run(args, &out, &errOut, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
 	}
 	table := out.String()
-	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, mcp, history, facade") {
+	if !strings.Contains(table, "| dispatch overhead beyond the slowest tool") || !strings.Contains(table, "skipped: loop, stream, cycle, lua, mcp, history, facade, fair") {
 		t.Errorf("no dispatch row, or no skipped line:\n%s", table)
 	}
-	for _, not := range []string{"SQLite", "| Lua", "| MCP", "| resume", "| delta", "prior messages (", "| facade"} {
+	for _, not := range []string{"SQLite", "| Lua", "| MCP", "| resume", "| delta", "prior messages (", "| facade", "| fair"} {
 		if strings.Contains(table, not) {
 			t.Errorf("%q in the output of a run that skips it:\n%s", not, table)
 		}

@@ -48,8 +48,12 @@ func (b *bench) sqlite(ctx context.Context) {
 // postgresRows runs the PostgreSQL measurements on a fresh schema: raw
 // commits, loop steps/s, the latency across two replicas (plus the
 // one-replica latency with -one-replica postgres), the full cycles across
-// two replicas, and the history rows on one replica.
+// two replicas, the history rows on one replica, and the fair-acquisition
+// rows on a schema of their own.
 func (b *bench) postgresRows(ctx context.Context) {
+	if b.runs(groupFair) {
+		b.fairPostgres(ctx)
+	}
 	if !b.runs(groupLoop) && !b.runs(groupStream) && !b.runs(groupCycle) && !b.runs(groupHistory) {
 		return
 	}
@@ -193,4 +197,27 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// fairPostgres runs the fair-acquisition rows on a fresh schema of their
+// own, so that their queue meets no other row's chats.
+func (b *bench) fairPostgres(ctx context.Context) {
+	db, err := newPostgres(ctx, b.o.postgres)
+	if err != nil {
+		b.t.failed("PostgreSQL (fair acquisition)", err)
+		return
+	}
+	defer func() {
+		if err := db.drop(); err != nil {
+			b.t.note("PostgreSQL cleanup: %v", err)
+		}
+	}()
+	r, err := db.open(ctx, b.log)
+	if err != nil {
+		b.t.failed("PostgreSQL (fair acquisition)", err)
+		return
+	}
+	defer r.close()
+	b.dbs = append(b.dbs, fmt.Sprintf("%s (schema %s, %s; fair acquisition)", db.version, db.channel, r.poolSize()))
+	b.fairRows(ctx, r)
 }

@@ -25,23 +25,65 @@ var (
 	recoverFrom, recoverTo = dbutil.Change(chat.Running, chat.Pending)
 )
 
-// AcquireChats moves up to max pending chats, oldest updated_at first, to
-// running under new leases of workerID.
+// acquireSQL moves up to a.Max pending chats to running under new leases,
+// fairly across owners. ownerQueues walks the owners that have pending
+// chats one index probe each (a skip scan of chats_pending_owner), so that
+// its cost follows the number of owners, not of pending chats. For each
+// owner, slots holds its running count, its max_running (the quotas'
+// override, else the default; 0: unlimited) and its horizon: the
+// updated_at of its a.Max-th pending chat, past which none of its chats
+// can be taken. Each chat within the horizon is ranked by its owner's
+// running count plus its place in the owner's queue (oldest updated_at
+// first), so the chats of the owners with the fewest running come first,
+// counting the ones this statement takes; a chat whose rank passes its
+// owner's max_running is not taken. The arguments are a.MaxRunning, a.Max,
+// the worker, the expiry, the time, a.Max.
+var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
+		SELECT (SELECT owner FROM chats WHERE status = ` + acquireFrom + ` ORDER BY owner LIMIT 1)
+		UNION ALL
+		SELECT (SELECT c.owner FROM chats c WHERE c.status = ` + acquireFrom + ` AND c.owner > o.owner
+			ORDER BY c.owner LIMIT 1)
+		FROM ownerQueues o WHERE o.owner IS NOT NULL
+	),
+	slots AS MATERIALIZED (
+		SELECT o.owner,
+			(SELECT count(*) FROM chats WHERE status = 'running' AND owner = o.owner) AS running,
+			coalesce((SELECT json_extract(q.overrides, '$.max_running') FROM owner_quotas q
+				WHERE q.owner = o.owner), ?) AS max_running,
+			coalesce((SELECT updated_at FROM chats WHERE status = ` + acquireFrom + ` AND owner = o.owner
+				ORDER BY updated_at, id LIMIT 1 OFFSET ? - 1), 9223372036854775807) AS horizon
+		FROM ownerQueues o WHERE o.owner IS NOT NULL
+	),
+	ranked AS (
+		SELECT c.id, c.updated_at, s.max_running,
+			s.running + row_number() OVER (PARTITION BY c.owner ORDER BY c.updated_at, c.id) AS rank
+		FROM slots s CROSS JOIN chats c ON c.status = ` + acquireFrom + ` AND c.owner = s.owner AND c.updated_at <= s.horizon
+	)
+	UPDATE chats
+	SET status = ` + acquireTo + `, worker_id = ?, lease_generation = lease_generation + 1,
+		lease_expires_at = ?, version = version + 1, updated_at = ?
+	WHERE id IN (SELECT id FROM ranked WHERE max_running = 0 OR rank <= max_running
+		ORDER BY rank, updated_at, id LIMIT ?)
+	RETURNING ` + chatColumns
+
+// AcquireChats moves up to a.Max pending chats to running under new leases
+// of a.WorkerID, fairly across owners and within each owner's max_running
+// (acquireSQL); the single writer keeps concurrent acquirers from both
+// counting the same free slots.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
 	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
 	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
 	}
+	if a.MaxRunning < 0 {
+		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
+	}
 	var chats []chat.Chat
 	err := s.writeOne(ctx, func(q querier) error {
 		chats = nil
 		now := dbutil.Now()
-		rows, err := q.QueryContext(ctx, `UPDATE chats
-			SET status = `+acquireTo+`, worker_id = ?, lease_generation = lease_generation + 1,
-				lease_expires_at = ?, version = version + 1, updated_at = ?
-			WHERE id IN (SELECT id FROM chats WHERE status = `+acquireFrom+` ORDER BY updated_at, id LIMIT ?)
-			RETURNING `+chatColumns,
-			workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
+		rows, err := q.QueryContext(ctx, acquireSQL,
+			a.MaxRunning, max, workerID, dbutil.Micros(now.Add(ttl)), dbutil.Micros(now), max)
 		if err != nil {
 			return err
 		}
