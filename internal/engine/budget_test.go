@@ -190,3 +190,35 @@ func TestBudgetStopsResumedRuns(t *testing.T) {
 		t.Fatalf("after the retry the chat ends with %+v, want the model's answer to the result", last)
 	}
 }
+
+// acquireSpy records the Acquire of every AcquireChats call.
+type acquireSpy struct {
+	store.Store
+	asked chan store.Acquire
+}
+
+func (s *acquireSpy) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
+	select {
+	case s.asked <- a:
+	default:
+	}
+	return s.Store.AcquireChats(ctx, a)
+}
+
+// TestAcquireAsksForMaxRunning: the engine acquires with the configured
+// max_running, which the store holds each owner to.
+func TestAcquireAsksForMaxRunning(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Push(llmtest.Turn{Text: "hi"})
+	spy := &acquireSpy{Store: h.st, asked: make(chan store.Acquire, 100)}
+	cfg := h.cfg
+	cfg.Budget = &quota.Budget{Defaults: quota.Limits{MaxRunning: 3}}
+	h.startOn(spy, h.ps, h.models(), nil, cfg)
+	c := h.create("hello")
+	h.waitStatus(c.ID, chat.Waiting)
+	for len(spy.asked) > 0 {
+		if a := <-spy.asked; a.MaxRunning != 3 {
+			t.Fatalf("AcquireChats asked with max_running %d, want 3", a.MaxRunning)
+		}
+	}
+}
