@@ -39,7 +39,8 @@ func (r *run) overBudget(ctx context.Context, then string) (*outcome, error) {
 }
 
 // spendLimit is the chat's last_error when its run stopped for e: what was
-// reached, until when, and how the chat goes on.
+// reached, until when, and how the chat goes on. It is not retryable: a
+// retry before the budget allows stops again.
 func spendLimit(e *quota.ExceededError, then string) *chat.ChatError {
 	what := "spend limit"
 	if e.Unit == "tokens" {
