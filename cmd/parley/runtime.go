@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/catalog"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
@@ -161,6 +162,7 @@ func startEngine(ctx context.Context, cfg *config.Config, models *catalog.Catalo
 	ec.MaxRecoveries = cfg.Engine.MaxRecoveries
 	ec.MaxSteps = cfg.Limits.MaxSteps
 	ec.ToolResultTimeout = time.Duration(cfg.Limits.ToolResultTimeout)
+	ec.Budget = &quota.Budget{Defaults: cfg.Quotas.Defaults}
 	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{MaxResultBytes: cfg.Tools.MaxResultBytes}, log), log.With("component", "engine"))
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

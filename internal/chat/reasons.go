@@ -39,3 +39,9 @@ const (
 	DeniedPrefix       = "denied"
 	reasonDeniedFormat = "denied: %s"
 )
+
+// KindSpendLimit is the kind of a chat's last_error when its run stopped
+// because the owner's spend or token budget was reached: the message says
+// which limit, the period, when it resets, and that retry, or a new
+// message, goes on once the budget allows.
+const KindSpendLimit = "spend_limit"

@@ -23,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
 )
@@ -46,6 +47,11 @@ type Config struct {
 	// row ends in error instead of running again: its run keeps killing
 	// the workers that take it.
 	MaxRecoveries int
+	// Budget holds the owners' quotas (its Defaults, with each owner's
+	// overrides): a run stops before a model call once the chat owner's
+	// spend or token budget is reached, and AcquireChats starts no more
+	// than max_running chats of an owner. nil: no quotas.
+	Budget *quota.Budget
 }
 
 // DefaultConfig returns the defaults (docs/configuration.md).
@@ -312,7 +318,11 @@ take:
 		}
 		return false, false // not known to live: setAlive kicks the loop once it is
 	}
-	chats, leases, err := e.st.AcquireChats(ctx, store.Acquire{WorkerID: worker, TTL: e.cfg.LeaseTTL, Max: free})
+	a := store.Acquire{WorkerID: worker, TTL: e.cfg.LeaseTTL, Max: free}
+	if e.cfg.Budget != nil {
+		a.MaxRunning = e.cfg.Budget.Defaults.MaxRunning
+	}
+	chats, leases, err := e.st.AcquireChats(ctx, a)
 	if err != nil && ctx.Err() == nil {
 		e.unavailable(err)
 		e.log.Error("acquire chats", "err", err)

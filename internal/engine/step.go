@@ -61,10 +61,14 @@ type compactions struct{ auto, overflow bool }
 // next returns the outcome of the run's next step: a compaction first,
 // when its history nears the model's window, else the step-th model call;
 // after the provider found that call too long, a compaction, so the step
-// is made again; or the end of a run past the limit of model calls.
+// is made again; or the end of a run past the limit of model calls, or
+// whose owner's budget is reached (overBudget).
 func (r *run) next(ctx context.Context, model llm.Model, step int, tried *compactions) (*outcome, error) {
 	if step > r.e.cfg.MaxSteps {
 		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps))), nil
+	}
+	if o, err := r.overBudget(ctx, goOnRetry); o != nil || err != nil {
+		return o, err
 	}
 	defs := toolDefs(r.e.tools.Decls(ctx), r.chat.Tools, r.chat.DynamicTools)
 	if due, tokens := r.dueForCompaction(model, fixedTokens(r.chat.SystemPrompt, defs)); due && !tried.auto {
@@ -125,6 +129,9 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	if len(unresolved) == 0 && !r.chat.InterruptRequested {
 		switch {
 		case r.chat.CompactRequested:
+			if o, err := r.overBudget(ctx, goOnCompact); o != nil || err != nil {
+				return o, model, err
+			}
 			return r.compactAsked(ctx, model), model, nil
 		case answered(history):
 			return &outcome{done: true}, model, nil

@@ -54,7 +54,10 @@ type Created struct {
 }
 
 // CreateChat validates in and creates the owner's chat: waiting, or pending
-// with its first user message when in has one.
+// with its first user message when in has one. An owner with max_chats
+// chats gets a *quota.CapError; a first message, which is new work, gets a
+// *quota.ExceededError once one of the owner's budgets is reached. Refused,
+// it creates nothing.
 func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (chat.Chat, error) {
 	c, err := s.Create(ctx, owner, in)
 	return c.Chat, err
@@ -66,7 +69,15 @@ func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created
 	if err != nil {
 		return Created{}, err
 	}
+	if first != nil {
+		if err := s.checkBudget(ctx, owner); err != nil {
+			return Created{}, fmt.Errorf("create chat: %w", err)
+		}
+	}
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
+		if err := s.checkChats(ctx, tx, owner); err != nil {
+			return err
+		}
 		cc := c // the transaction may run fn again: start from the same values each time
 		if err := tx.InsertChat(ctx, &cc); err != nil {
 			return err

@@ -23,6 +23,10 @@ import (
 // call left open); a breach is a ValidationError of the field "history". The
 // chat does not run until StartChat: a caller may subscribe to its events in
 // between. It returns the chat and the inserted messages, with their ids.
+//
+// The chat is created to answer its history, so it is new work: refused
+// with a *quota.ExceededError once one of the owner's budgets is reached,
+// and with a *quota.CapError when the owner has max_chats chats.
 func (s *Service) CreateWithHistory(ctx context.Context, owner string, in NewChat, history []chat.Message) (Created, []chat.Message, error) {
 	if len(in.Message) > 0 && string(in.Message) != "null" {
 		return Created{}, nil, &chat.ValidationError{Field: "message", Message: "must be empty when a history is given"}
@@ -35,8 +39,14 @@ func (s *Service) CreateWithHistory(ctx context.Context, owner string, in NewCha
 	if err != nil {
 		return Created{}, nil, err
 	}
+	if err := s.checkBudget(ctx, owner); err != nil {
+		return Created{}, nil, fmt.Errorf("create chat with history: %w", err)
+	}
 	var inserted []chat.Message
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
+		if err := s.checkChats(ctx, tx, owner); err != nil {
+			return err
+		}
 		cc := c // the transaction may run fn again: start from the same values each time
 		if err := tx.InsertChat(ctx, &cc); err != nil {
 			return err

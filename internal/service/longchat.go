@@ -187,7 +187,10 @@ func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *c
 // forked_from) holding a copy of its history up to and including the
 // message at: pending when that is a user message, to answer it, else
 // waiting. The original is not changed. A fork point between a tool call
-// and its results is a MessageError (400).
+// and its results is a MessageError (400). An owner with max_chats chats
+// gets a *quota.CapError. A fork that answers its last message is not
+// refused for the owner's budget: its run stops before the model call, in
+// error with kind spend_limit, and retry goes on once the budget allows.
 func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Chat, error) {
 	newID, err := uuid.NewV7()
 	if err != nil {
@@ -219,6 +222,9 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		} else if len(chat.UnresolvedCalls(prefix)) > 0 || (len(next) == 1 && chat.SplitsStep(append(prefix, next[0]), len(prefix)-1)) {
 			return &MessageError{MessageID: at, Status: 400, Code: "fork_inside_step",
 				Message: fmt.Sprintf("message %d is between a tool call and its results; fork at the step's last tool message or at another message", at)}
+		}
+		if err := s.checkChats(ctx, tx, owner); err != nil {
+			return err
 		}
 		fork = chat.Chat{ID: newID.String(), Owner: owner, Title: src.Title, Model: src.Model, SystemPrompt: src.SystemPrompt,
 			Status: chat.Waiting, DynamicTools: src.DynamicTools, Tools: src.Tools, Approve: src.Approve,

@@ -25,6 +25,11 @@ type PostResult struct {
 // chat gets "cancelled" results for its open calls, then the message, and
 // becomes pending; a running chat queues it and is asked to stop the step, so
 // its worker promotes the message.
+//
+// A message is new work, queued ones too (a queued message starts a run
+// once it is promoted): once one of the owner's spend or token budgets is
+// reached, PostMessage refuses it with a *quota.ExceededError and writes
+// nothing.
 func (s *Service) PostMessage(ctx context.Context, owner, id string, content json.RawMessage, busy chat.BusyMode) (PostResult, error) {
 	if busy == "" {
 		busy = chat.BusyQueue
@@ -36,6 +41,9 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 	parts, err := chat.ParseContent(content, s.limits())
 	if err != nil {
 		return PostResult{}, err
+	}
+	if err := s.checkBudget(ctx, owner); err != nil {
+		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
 	var res PostResult
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -30,6 +31,9 @@ type Service struct {
 	cfg   *config.Config
 	log   *slog.Logger
 	tools ServerTools // nil: no server-side tools
+	// budget refuses new work of an owner whose spend or token budget is
+	// reached, and caps its chats (max_chats).
+	budget *quota.Budget
 }
 
 // Option configures a Service.
@@ -57,12 +61,19 @@ func WithServerTools(t ServerTools) Option {
 	return func(s *Service) { s.tools = t }
 }
 
+// WithBudget replaces the budget the Service checks owners' quotas
+// against, which is otherwise the configuration's quotas.defaults on the
+// system clock: tests give one with a clock of their own.
+func WithBudget(b *quota.Budget) Option {
+	return func(s *Service) { s.budget = b }
+}
+
 // New returns a Service over the store and pubsub. A nil logger discards.
 func New(st store.Store, ps pubsub.PubSub, cfg *config.Config, log *slog.Logger, opts ...Option) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{st: st, ps: ps, cfg: cfg, log: log}
+	s := &Service{st: st, ps: ps, cfg: cfg, log: log, budget: &quota.Budget{Defaults: cfg.Quotas.Defaults}}
 	for _, o := range opts {
 		o(s)
 	}
