@@ -111,11 +111,11 @@ func TestOwnerQuotasRoutes(t *testing.T) {
 
 		// Bad values name their key, and change nothing.
 		for body, field := range map[string]string{
-			`{"max_chats": 1, "burst": -1}`: "burst",
+			`{"max_chats": 1, "burst": -1}`:  "burst",
 			`{"spend_micros_per_month": -5}`: "spend_micros_per_month",
-			`{"max_chats": 1, "nope": 1}`:   "nope",
-			`{"burst": 1.5}`:                "burst",
-			`{"max_streams": "many"}`:       "max_streams",
+			`{"max_chats": 1, "nope": 1}`:    "nope",
+			`{"burst": 1.5}`:                 "burst",
+			`{"max_streams": "many"}`:        "max_streams",
 		} {
 			e := s.do("PUT", quotasPath("alice"), admin, body).expectError(t, http.StatusBadRequest, "invalid_field")
 			if e.Error.Details["field"] != field {
