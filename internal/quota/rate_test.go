@@ -1,7 +1,6 @@
 package quota_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -134,110 +133,5 @@ func TestCeilSeconds(t *testing.T) {
 		if got := quota.CeilSeconds(d); got != want {
 			t.Errorf("CeilSeconds(%s) = %d, want %d", d, got, want)
 		}
-	}
-}
-
-// overrides is an OverridesReader of a map, counting its reads.
-type overrides struct {
-	mu    sync.Mutex
-	m     map[string]quota.Overrides
-	reads int
-}
-
-func (o *overrides) OwnerQuotas(_ context.Context, owner string) (quota.Overrides, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.reads++
-	return o.m[owner], nil
-}
-
-func (o *overrides) set(owner string, v quota.Overrides) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.m[owner] = v
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func TestCacheKeepsLimitsForTheTTL(t *testing.T) {
-	c := newClock()
-	src := &overrides{m: map[string]quota.Overrides{"alice": {MaxStreams: ptr(2)}}}
-	cache := quota.NewCache(src, quota.Limits{MaxStreams: 5, MaxChats: 7}, 5*time.Second, c.Now)
-	ctx := context.Background()
-	want := func(owner string, streams, reads int) {
-		t.Helper()
-		l, err := cache.Limits(ctx, owner)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.MaxStreams != streams || l.MaxChats != 7 {
-			t.Fatalf("%s: limits %+v, want max_streams %d and the default max_chats", owner, l, streams)
-		}
-		if src.reads != reads {
-			t.Fatalf("%d reads of the store, want %d", src.reads, reads)
-		}
-	}
-	want("alice", 2, 1)
-	want("bob", 5, 2)
-	src.set("alice", quota.Overrides{MaxStreams: ptr(3)})
-	c.Advance(4 * time.Second)
-	want("alice", 2, 2) // cached
-	c.Advance(time.Second)
-	want("alice", 3, 3) // expired: read again
-	src.set("alice", quota.Overrides{})
-	cache.Invalidate("alice")
-	want("alice", 5, 4) // invalidated: read at once
-	want("alice", 5, 4) // and kept again
-}
-
-func TestStreamsCap(t *testing.T) {
-	var s quota.Streams
-	r1, err := s.Open("alice", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := s.Open("alice", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Open("alice", 2)
-	var ce *quota.CapError
-	if !errors.As(err, &ce) || ce.Key != "max_streams" || ce.Limit != 2 || ce.Owner != "alice" {
-		t.Fatalf("third stream: %v, want a max_streams CapError of 2", err)
-	}
-	if _, err := s.Open("bob", 2); err != nil {
-		t.Fatalf("another owner: %v", err)
-	}
-	r1()
-	r1() // twice is once
-	if n := s.Count("alice"); n != 1 {
-		t.Fatalf("%d open after one release, want 1", n)
-	}
-	if _, err := s.Open("alice", 2); err != nil {
-		t.Fatalf("after a release: %v", err)
-	}
-	r2()
-	if _, err := s.Open("alice", 0); err != nil {
-		t.Fatalf("unlimited: %v", err)
-	}
-}
-
-func TestRefusal(t *testing.T) {
-	for _, tc := range []struct {
-		err    error
-		reason string
-	}{
-		{fmt.Errorf("wrapped: %w", &quota.RateError{Owner: "a"}), "rate_limited"},
-		{&quota.ExceededError{Owner: "a", Unit: "micros"}, "spend_limit"},
-		{&quota.ExceededError{Owner: "a", Unit: "tokens"}, "token_limit"},
-		{&quota.CapError{Owner: "a", Key: "max_chats"}, "max_chats"},
-	} {
-		owner, reason, ok := quota.Refusal(tc.err)
-		if !ok || owner != "a" || reason != tc.reason {
-			t.Errorf("Refusal(%v) = %q, %q, %v; want a, %q", tc.err, owner, reason, ok, tc.reason)
-		}
-	}
-	if _, _, ok := quota.Refusal(errors.New("other")); ok {
-		t.Error("another error is a refusal")
 	}
 }
