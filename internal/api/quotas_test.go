@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +105,7 @@ func TestOwnerQuotasRoutes(t *testing.T) {
 		if !reflect.DeepEqual(put, want) {
 			t.Fatalf("PUT answered %+v, want %+v", put, want)
 		}
+		q = service.OwnerQuotas{}
 		s.do("GET", quotasPath("alice"), admin, nil).expect(t, http.StatusOK, &q)
 		if !reflect.DeepEqual(q, want) {
 			t.Fatalf("GET after PUT %+v, want %+v", q, want)
@@ -122,15 +124,17 @@ func TestOwnerQuotasRoutes(t *testing.T) {
 				t.Errorf("%s: details %v, want field %q", body, e.Error.Details, field)
 			}
 		}
+		q = service.OwnerQuotas{}
 		s.do("GET", quotasPath("alice"), admin, nil).expect(t, http.StatusOK, &q)
 		if !reflect.DeepEqual(q, want) {
 			t.Fatalf("after refused PUTs %+v, want %+v", q, want)
 		}
 
 		// An empty body takes every override back.
-		s.do("PUT", quotasPath("alice"), admin, `{}`).expect(t, http.StatusOK, &q)
-		if want := (service.OwnerQuotas{Owner: "alice", Defaults: defaults, Effective: defaults}); !reflect.DeepEqual(q, want) {
-			t.Fatalf("after PUT {}: %+v, want %+v", q, want)
+		var cleared service.OwnerQuotas
+		s.do("PUT", quotasPath("alice"), admin, `{}`).expect(t, http.StatusOK, &cleared)
+		if want := (service.OwnerQuotas{Owner: "alice", Defaults: defaults, Effective: defaults}); !reflect.DeepEqual(cleared, want) {
+			t.Fatalf("after PUT {}: %+v, want %+v", cleared, want)
 		}
 	})
 }
@@ -179,15 +183,15 @@ func TestRateLimitPerToken(t *testing.T) {
 		clock.Advance(time.Second)
 		s.do("GET", "/api/v1/models", tok1, nil).expect(t, http.StatusOK, nil)
 
-		if got := s.metric("parley_quota_refusals_total", `owner="alice",reason="rate_limited"`); got != "4" {
-			t.Fatalf("rate_limited refusals of alice: %q, want 4", got)
+		if got := s.metric("parley_quota_refusals_total", `owner="alice",reason="rate_limited"`); got != 4 {
+			t.Fatalf("rate_limited refusals of alice: %v, want 4", got)
 		}
 	})
 }
 
 // metric returns the value of the sample of name with exactly these
-// labels ("" for none) on /metrics, or "" if there is none.
-func (s *server) metric(name, labels string) string {
+// labels ("" for none) on /metrics, or -1 if there is none.
+func (s *server) metric(name, labels string) float64 {
 	s.t.Helper()
 	r := s.do("GET", "/metrics", "", nil)
 	if r.status != http.StatusOK {
@@ -199,10 +203,14 @@ func (s *server) metric(name, labels string) string {
 	}
 	for line := range strings.SplitSeq(string(r.body), "\n") {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
-			return v
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				s.t.Fatalf("%s: %v", line, err)
+			}
+			return f
 		}
 	}
-	return ""
+	return -1
 }
 
 // TestMaxStreams: an owner's open streams, chat streams and feeds alike,
@@ -245,8 +253,8 @@ func TestMaxStreams(t *testing.T) {
 
 		s.do("PUT", quotasPath("alice"), admin, map[string]any{"max_streams": 3}).expect(t, http.StatusOK, nil)
 		s.openSSE("/api/v1/chats/watch", alice2, nil, false)
-		if got := s.metric("parley_quota_refusals_total", `owner="alice",reason="max_streams"`); got != "3" {
-			t.Fatalf("max_streams refusals of alice: %q, want 3", got)
+		if got := s.metric("parley_quota_refusals_total", `owner="alice",reason="max_streams"`); got != 3 {
+			t.Fatalf("max_streams refusals of alice: %v, want 3", got)
 		}
 	})
 }
@@ -306,11 +314,11 @@ func TestUsageAfterAChat(t *testing.T) {
 		s.do("GET", "/api/v1/usage?period=week", alice, nil).expectError(t, http.StatusBadRequest, "invalid_query")
 
 		day := `owner="alice",period="day"`
-		if got := s.metric("parley_owner_tokens", day); got != "30" {
-			t.Fatalf("parley_owner_tokens of alice: %q, want 30", got)
+		if got := s.metric("parley_owner_tokens", day); got != 30 {
+			t.Fatalf("parley_owner_tokens of alice: %v, want 30", got)
 		}
-		if got, want := s.metric("parley_owner_spend_micros", day), fmt.Sprint(c.Usage.CostMicros); got != want {
-			t.Fatalf("parley_owner_spend_micros of alice: %q, want %s", got, want)
+		if got, want := s.metric("parley_owner_spend_micros", day), float64(c.Usage.CostMicros); got != want {
+			t.Fatalf("parley_owner_spend_micros of alice: %v, want %v", got, want)
 		}
 	})
 }
@@ -325,11 +333,11 @@ func TestOwnerGauges(t *testing.T) {
 			c := s.createChat(alice, nil)
 			s.force(c.ID, nil, store.Transition{From: chat.Waiting, To: chat.Pending})
 		}
-		if got := s.metric("parley_owner_queue_depth", `owner="alice"`); got != "2" {
-			t.Fatalf("parley_owner_queue_depth of alice: %q, want 2", got)
+		if got := s.metric("parley_owner_queue_depth", `owner="alice"`); got != 2 {
+			t.Fatalf("parley_owner_queue_depth of alice: %v, want 2", got)
 		}
-		if got := s.metric("parley_owner_running", `owner="alice"`); got != "0" {
-			t.Fatalf("parley_owner_running of alice: %q, want 0", got)
+		if got := s.metric("parley_owner_running", `owner="alice"`); got != 0 {
+			t.Fatalf("parley_owner_running of alice: %v, want 0", got)
 		}
 	})
 }
