@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/facade"
 	"github.com/parleyhq/parley/internal/quota"
 )
@@ -66,14 +67,17 @@ func TestRateLimitedAnswersOpenAIShape(t *testing.T) {
 	}
 }
 
-// TestBudgetAnswersInsufficientQuota: a reached spend or token budget is
-// OpenAI's 429 insufficient_quota, which the official SDK surfaces without
+// TestBudgetAnswersInsufficientQuota: a reached spend or token budget (or
+// another of the owner's caps), before a run or during it, is OpenAI's 429
+// insufficient_quota, which the official SDK surfaces without
 // retrying it (a budget does not come back within its retries).
 func TestBudgetAnswersInsufficientQuota(t *testing.T) {
 	for _, err := range []error{
 		&quota.ExceededError{Owner: "alice", Unit: "micros", Limit: 100, Spent: 120, Period: quota.Day,
 			ResetsAt: time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)},
 		&quota.CapError{Owner: "alice", Key: "max_chats", Limit: 3},
+		// A run the budget stopped after a step.
+		facade.RunFailed(chat.Chat{ID: "c1", Status: chat.Error, LastError: &chat.ChatError{Kind: "spend_limit", Message: "the day spend limit is reached"}}),
 	} {
 		var requests atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
