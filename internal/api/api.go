@@ -6,6 +6,11 @@
 // Handlers decode and check the request, call the service, and write JSON.
 // Every error becomes the body {"error": {"code", "message", "details"}} in
 // one place (errors.go).
+//
+// Every authenticated request counts against its token's rate limit, and
+// every open stream against its owner's max_streams: both are held on each
+// replica apart (quota.Gate), on the owners' limits cached for a few
+// seconds; budgets and the other caps are checked in the database.
 package api
 
 import (
