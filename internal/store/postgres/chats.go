@@ -222,8 +222,11 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err != nil {
 		return chat.Chat{}, err
 	}
-	c, err := scanChat(t.q.QueryRow(ctx, `UPDATE chats SET `+transitionSet+` WHERE id = $1 AND status = $2
-		RETURNING `+chatColumns, args...))
+	q := `UPDATE chats SET ` + transitionSet + ` WHERE id = $1 AND status = $2 RETURNING ` + chatColumns
+	if tr.AddUsage != (chat.Usage{}) {
+		q = withLedger(q, chatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
+	}
+	c, err := scanChat(t.q.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}

@@ -229,12 +229,18 @@ func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (in
 	return int(tag.RowsAffected()), nil
 }
 
+// AddUsage adds u to the chat and, in the same statement, to its owner's
+// usage ledger (nothing to the ledger when u is zero).
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
-	tag, err := t.q.Exec(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
+	q := `UPDATE chats SET usage_input_tokens = usage_input_tokens + $2,
 		usage_output_tokens = usage_output_tokens + $3, usage_cost_micros = usage_cost_micros + $4,
-		version = version + 1, updated_at = $5 WHERE id = $1`,
-		chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now())
-	if err == nil && tag.RowsAffected() == 0 {
+		version = version + 1, updated_at = $5 WHERE id = $1 RETURNING owner`
+	if u != (chat.Usage{}) {
+		q = withLedger(q, "owner", "$2::bigint", "$3::bigint", "$4::bigint")
+	}
+	var owner string
+	err := t.q.QueryRow(ctx, q, chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now()).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
 	if err != nil {

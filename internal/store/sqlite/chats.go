@@ -254,6 +254,9 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
 	}
+	if err := addToLedger(ctx, t.q, c.Owner, now, tr.AddUsage); err != nil {
+		return chat.Chat{}, fmt.Errorf("transition chat %s: %w", id, err)
+	}
 	return c, nil
 }
 

@@ -203,12 +203,22 @@ func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (in
 	return int(n), nil
 }
 
+// AddUsage adds u to the chat and to its owner's usage ledger (nothing to
+// the ledger when u is zero).
 func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
-	res, err := t.q.ExecContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
+	now := dbutil.Now()
+	var owner string
+	err := t.q.QueryRowContext(ctx, `UPDATE chats SET usage_input_tokens = usage_input_tokens + ?,
 		usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
-		version = version + 1, updated_at = ? WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Micros(dbutil.Now()), chatID)
-	if err := oneRow(res, err); err != nil {
+		version = version + 1, updated_at = ? WHERE id = ? RETURNING owner`,
+		u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Micros(now), chatID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		err = addToLedger(ctx, t.q, owner, now, u)
+	}
+	if err != nil {
 		return fmt.Errorf("add usage to chat %s: %w", chatID, err)
 	}
 	return nil

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tx", txTests},
 		{"Leases", leaseTests},
 		{"Text", textTests},
+		{"Quotas", quotaTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
