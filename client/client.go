@@ -12,7 +12,10 @@
 // (WithApprover). See docs/approvals.md.
 //
 // Errors the server answers are *APIError values; use errors.As to read the
-// status, the stable code and the details.
+// status, the stable code and the details. Two 429s have types of their
+// own, which unwrap to the *APIError: *RateLimitError (the token sent too
+// many requests; RetryAfter says when to send again) and *SpendLimitError
+// (the owner's spend or token budget is reached until ResetsAt).
 package client
 
 import (
@@ -24,6 +27,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -101,6 +105,55 @@ func IsStatus(err error, code int) bool {
 	return errors.As(err, &ae) && ae.StatusCode == code
 }
 
+// RateLimitError is a 429 "rate_limited": the token sent more requests
+// than its rate allows.
+type RateLimitError struct {
+	*APIError
+	RetryAfter time.Duration // wait at least this long before the next request
+}
+
+func (e *RateLimitError) Unwrap() error { return e.APIError }
+
+// SpendLimitError is a 429 "spend_limit_exceeded": the owner's spend or
+// token budget of the period is reached, and new work is refused until it
+// resets or the admin raises it.
+type SpendLimitError struct {
+	*APIError
+	Unit     string // "micros" (spend, in micro-dollars) or "tokens"
+	Limit    int64
+	Spent    int64
+	Period   string // PeriodDay or PeriodMonth
+	ResetsAt time.Time
+}
+
+func (e *SpendLimitError) Unwrap() error { return e.APIError }
+
+// typedError returns the error type of ae's code: a *RateLimitError, a
+// *SpendLimitError, or ae.
+func typedError(res *http.Response, ae *APIError) error {
+	switch ae.Code {
+	case "rate_limited":
+		secs, err := strconv.ParseInt(res.Header.Get("Retry-After"), 10, 64)
+		if err != nil {
+			f, _ := ae.Details["retry_after_seconds"].(float64)
+			secs = int64(f)
+		}
+		return &RateLimitError{APIError: ae, RetryAfter: time.Duration(secs) * time.Second}
+	case "spend_limit_exceeded":
+		e := &SpendLimitError{APIError: ae}
+		e.Unit, _ = ae.Details["unit"].(string)
+		e.Period, _ = ae.Details["period"].(string)
+		limit, _ := ae.Details["limit"].(float64)
+		spent, _ := ae.Details["spent"].(float64)
+		e.Limit, e.Spent = int64(limit), int64(spent)
+		if s, ok := ae.Details["resets_at"].(string); ok {
+			e.ResetsAt, _ = time.Parse(time.RFC3339Nano, s)
+		}
+		return e
+	}
+	return ae
+}
+
 // request builds a request of the API; path is below the base URL, like
 // "/api/v1/chats".
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Request, error) {
@@ -168,7 +221,7 @@ func decodeError(res *http.Response) error {
 		} `json:"error"`
 	}
 	if json.Unmarshal(b, &body) == nil && body.Error != nil {
-		return &APIError{StatusCode: res.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Details: body.Error.Details}
+		return typedError(res, &APIError{StatusCode: res.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Details: body.Error.Details})
 	}
 	msg := strings.TrimSpace(string(b))
 	if len(msg) > 200 {

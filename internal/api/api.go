@@ -6,6 +6,11 @@
 // Handlers decode and check the request, call the service, and write JSON.
 // Every error becomes the body {"error": {"code", "message", "details"}} in
 // one place (errors.go).
+//
+// Every authenticated request counts against its token's rate limit, and
+// every open stream against its owner's max_streams: both are held on each
+// replica apart (quota.Gate), on the owners' limits cached for a few
+// seconds; budgets and the other caps are checked in the database.
 package api
 
 import (
@@ -19,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/facade"
 	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/tools"
@@ -39,6 +45,9 @@ type Deps struct {
 	// once the token is revoked; 0 means DefaultTokenCheck.
 	TokenCheck time.Duration
 	Tools      *tools.Registry // server-side tools; nil for none
+	// Now is the clock of the per-token rate limits and of the cache of
+	// owners' limits; nil means time.Now.
+	Now func() time.Time
 }
 
 // api is the HTTP handler of New.
@@ -54,6 +63,8 @@ type api struct {
 	tokenCheck time.Duration
 	tools      *tools.Registry
 	facade     http.Handler // the OpenAI-compatible routes under /v1/
+	gate       *quota.Gate  // this replica's rate limits and stream caps
+	now        func() time.Time
 
 	mux    *http.ServeMux
 	routes map[string]bool // the registered patterns, the only route labels
@@ -80,6 +91,10 @@ func New(d Deps) (http.Handler, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	if a.now = d.Now; a.now == nil {
+		a.now = time.Now
+	}
+	a.gate = quota.NewGate(d.Store, d.Config.Quotas.Defaults, a.now)
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
 	}
@@ -89,7 +104,7 @@ func New(d Deps) (http.Handler, error) {
 	if a.tokenCheck <= 0 {
 		a.tokenCheck = DefaultTokenCheck
 	}
-	m, err := newMetrics(a.reg)
+	m, err := newMetrics(a.reg, d.Store, a.now, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +115,7 @@ func New(d Deps) (http.Handler, error) {
 	}
 	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
 	fc, err := facade.New(facade.Deps{Config: d.Config, Store: d.Store, PubSub: d.PubSub, Service: a.svc,
-		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive})
+		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive, Gate: a.gate, Refused: a.metrics.refused})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +141,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	code := sw.Status()
 	elapsed := time.Since(start)
 	a.metrics.observe(route, r.Method, code, elapsed)
+	a.metrics.refused(sw.err)
 	level := slog.LevelDebug
 	if code >= 500 {
 		level = slog.LevelError

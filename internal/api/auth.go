@@ -30,8 +30,10 @@ type ownerHandler func(w http.ResponseWriter, r *http.Request, owner string) err
 type tokenIDKey struct{}
 
 // authed checks the request's bearer token before h runs; a missing,
-// malformed, unknown or revoked token is a 401. The token's id goes into
-// the request's context, for streams to check it again while they last.
+// malformed, unknown or revoked token is a 401. Each request counts against
+// the token's rate limit (this replica's, see quota.Rates): over it is a
+// 429. The token's id goes into the request's context, for streams to
+// check it again while they last.
 func (a *api) authed(h ownerHandler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		header := r.Header.Get("Authorization")
@@ -52,6 +54,9 @@ func (a *api) authed(h ownerHandler) handler {
 		id, _, err := auth.Parse(token)
 		if err != nil {
 			return err // not after Authenticate accepted it
+		}
+		if err := a.gate.Admit(r.Context(), owner, id); err != nil {
+			return err
 		}
 		return h(w, r.WithContext(context.WithValue(r.Context(), tokenIDKey{}, id)), owner)
 	}

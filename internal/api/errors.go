@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -20,6 +23,8 @@ type apiError struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
+	RetryAfter int64 `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -32,25 +37,50 @@ const statusClientClosed = 499
 // the one place where domain errors get their status codes.
 func toAPIError(err error) *apiError {
 	var (
-		ae   *apiError
-		ve   *chat.ValidationError
-		um   *service.UnknownModelError
-		busy *service.BusyError
-		se   *service.StatusError
-		sc   *store.StatusConflictError
-		ids  *service.IDMismatchError
-		args *service.ArgsError
-		out  *service.OutputError
-		ut   *service.UnavailableToolError
-		dl   *service.DeadlineError
-		me   *service.MessageError
-		ntc  *service.NothingToCompactError
+		ae     *apiError
+		ve     *chat.ValidationError
+		um     *service.UnknownModelError
+		busy   *service.BusyError
+		se     *service.StatusError
+		sc     *store.StatusConflictError
+		ids    *service.IDMismatchError
+		args   *service.ArgsError
+		out    *service.OutputError
+		ut     *service.UnavailableToolError
+		dl     *service.DeadlineError
+		me     *service.MessageError
+		ntc    *service.NothingToCompactError
+		rate   *quota.RateError
+		over   *quota.ExceededError
+		capErr *quota.CapError
+		fb     *service.ForbiddenError
+		uo     *service.UnknownOwnerError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.Is(err, auth.ErrUnauthorized):
 		return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: auth.ErrUnauthorized.Error()}
+	case errors.As(err, &rate):
+		return &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: rate.Error(),
+			RetryAfter: rate.RetryAfterSeconds(), Details: map[string]any{"retry_after_seconds": rate.RetryAfterSeconds()}}
+	case errors.As(err, &over):
+		return &apiError{Status: http.StatusTooManyRequests, Code: "spend_limit_exceeded", Message: over.Error(),
+			RetryAfter: quota.CeilSeconds(time.Until(over.ResetsAt)),
+			Details: map[string]any{"limit": over.Limit, "spent": over.Spent, "period": over.Period,
+				"resets_at": over.ResetsAt.UTC(), "unit": over.Unit}}
+	case errors.As(err, &capErr):
+		code := "quota_exceeded"
+		if capErr.Key == "max_streams" {
+			code = "too_many_streams"
+		}
+		return &apiError{Status: http.StatusTooManyRequests, Code: code, Message: capErr.Error(),
+			Details: map[string]any{"quota": capErr.Key, "limit": capErr.Limit}}
+	case errors.As(err, &fb):
+		return &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: fb.Error()}
+	case errors.As(err, &uo):
+		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: uo.Error(),
+			Details: map[string]any{"owner": uo.Owner}}
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "chat not found"}
 	case errors.As(err, &ve):
@@ -116,6 +146,9 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(ae.RetryAfter, 10))
 	}
 	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
 }

@@ -27,10 +27,16 @@ var resyncData = []byte(`{"kind":"` + events.KindResync + `"}`)
 // subscriber that falls behind, or a subscription that may have lost
 // messages, gets a resync event and the stream ends: the client reconnects
 // and re-reads the chats. Once the token is revoked the stream ends with an
-// unauthorized event, within a.tokenCheck.
+// unauthorized event, within a.tokenCheck. It counts as one of the owner's
+// max_streams on this replica.
 func (a *api) watch(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel() // ends the token checks
+	release, err := a.gate.OpenStream(ctx, owner)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub, err := a.ps.Subscribe(ctx, events.FeedTopic(owner))
 	if err != nil {
 		return fmt.Errorf("subscribe to the feed of %s: %w", owner, err)

@@ -44,10 +44,11 @@ type server struct {
 type setup struct {
 	cfg        *config.Config
 	keepAlive  time.Duration
-	tokenCheck time.Duration   // how often streams re-read their token; 0: the default
-	bufferSize int             // of the memory pubsub's subscriptions; 0: its default
-	tools      *tools.Registry // server-side tools; nil for none
-	fakeURL    string          // a fake model's, for the setups that configure it
+	tokenCheck time.Duration    // how often streams re-read their token; 0: the default
+	bufferSize int              // of the memory pubsub's subscriptions; 0: its default
+	tools      *tools.Registry  // server-side tools; nil for none
+	fakeURL    string           // a fake model's, for the setups that configure it
+	now        func() time.Time // the API's clock; nil: time.Now
 }
 
 // testConfig is the default configuration with two models, "echo" the default.
@@ -76,7 +77,7 @@ func newSQLite(t *testing.T, opts ...func(*setup)) *server {
 func start(t *testing.T, st store.Store, ps pubsub.PubSub, s setup) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive, TokenCheck: s.tokenCheck, Tools: s.tools})
+	h, err := api.New(api.Deps{Config: s.cfg, Store: st, PubSub: ps, Logger: log, Registry: prometheus.NewRegistry(), KeepAlive: s.keepAlive, TokenCheck: s.tokenCheck, Tools: s.tools, Now: s.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,20 +2,26 @@ package api
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/internal/quota"
 )
 
-// metrics counts and times requests by route pattern, method and status.
+// metrics counts and times requests by route pattern, method and status,
+// counts the requests refused for an owner's quotas, and shows each
+// owner's queue and usage (ownerStats).
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	refusals *prometheus.CounterVec
 }
 
-func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, st ownerStatsReader, now func() time.Time, log *slog.Logger) (*metrics, error) {
 	labels := []string{"route", "method", "code"}
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -27,13 +33,25 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Help:    "Time to answer HTTP requests (for streams: how long they stayed open), by route pattern, method and status code.",
 			Buckets: prometheus.DefBuckets,
 		}, labels),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_quota_refusals_total",
+			Help: "Requests refused for an owner's quotas, by owner and reason (rate_limited, spend_limit, token_limit, or the cap's key: max_streams, max_chats, ...).",
+		}, []string{"owner", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refusals, newOwnerStats(st, now, log)} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("api: register metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// refused counts err when it refuses a request for an owner's quota; any
+// other error (nil too) is not counted.
+func (m *metrics) refused(err error) {
+	if owner, reason, ok := quota.Refusal(err); ok {
+		m.refusals.WithLabelValues(owner, reason).Inc()
+	}
 }
 
 // knownMethods bounds the method label.

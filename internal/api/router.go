@@ -40,6 +40,9 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
 	a.handle("POST "+v1+"/chats/{id}/approvals", a.authed(a.submitApprovals))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))
+	a.handle("GET "+v1+"/owners/{owner}/quotas", a.authed(a.getQuotas))
+	a.handle("PUT "+v1+"/owners/{owner}/quotas", a.authed(a.putQuotas))
+	a.handle("GET "+v1+"/usage", a.authed(a.usage))
 
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true

@@ -39,7 +39,8 @@ const maxHeldDeltas = 10000
 // holds any that would leave a hole).
 //
 // Once the token is revoked the stream ends with an unauthorized event,
-// within a.tokenCheck.
+// within a.tokenCheck. An owner's open streams (with its feeds) are held to
+// its max_streams on each replica.
 func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error {
 	id, err := chatID(r)
 	if err != nil {
@@ -58,6 +59,11 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 	if _, err := a.svc.GetChat(ctx, owner, id); err != nil {
 		return err
 	}
+	release, err := a.gate.OpenStream(ctx, owner)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
 	if err != nil {
 		return err

@@ -62,9 +62,14 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	return nil
 }
 
+// kindSpendLimit is the kind of a chat's error when the owner's spend or
+// token budget stopped its run.
+const kindSpendLimit = "spend_limit"
+
 // runFailed is the error of a run that ended its chat in error: a 429 when
 // the provider's rate limit stopped it (after parley's own retries), so
-// the client backs off; else a 500.
+// the client backs off; OpenAI's 429 insufficient_quota when the owner's
+// budget did; else a 500.
 func runFailed(c chat.Chat) *apiError {
 	msg := "the model's run failed"
 	if c.LastError != nil {
@@ -73,6 +78,9 @@ func runFailed(c chat.Chat) *apiError {
 	msg += fmt.Sprintf("; parley chat %s", c.ID)
 	if c.LastError != nil && c.LastError.HTTPStatus == http.StatusTooManyRequests {
 		return &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded", Message: msg}
+	}
+	if c.LastError != nil && c.LastError.Kind == kindSpendLimit {
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: "insufficient_quota", NoRetry: true, Message: msg}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed", Message: msg}
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -21,6 +23,7 @@ const (
 	typeNotFound       = "not_found_error"
 	typeConflict       = "conflict_error"
 	typeRateLimit      = "requests" // OpenAI's type of a request rate limit
+	typeQuota          = "insufficient_quota"
 	typeServer         = "server_error"
 )
 
@@ -32,6 +35,12 @@ type apiError struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    any     `json:"code"` // a string, or null
+	// RetryAfter, when positive, is sent as the Retry-After header
+	// (seconds), which OpenAI's SDKs wait for before they retry.
+	RetryAfter int64 `json:"-"`
+	// NoRetry tells OpenAI's SDKs not to retry (x-should-retry: false): a
+	// budget does not come back within their retries.
+	NoRetry bool `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Type + ": " + e.Message }
@@ -63,10 +72,22 @@ func toAPIError(err error) *apiError {
 		sc  *store.StatusConflictError
 		ids *service.IDMismatchError
 		dl  *service.DeadlineError
+		re  *quota.RateError
+		ee  *quota.ExceededError
+		ce  *quota.CapError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &re):
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded",
+			Message: "Rate limit reached: " + re.Error(), RetryAfter: re.RetryAfterSeconds()}
+	case errors.As(err, &ee):
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: "insufficient_quota", NoRetry: true,
+			Message: "You exceeded your current quota: " + ee.Error()}
+	case errors.As(err, &ce):
+		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: "insufficient_quota", NoRetry: true,
+			Message: "You exceeded your current quota: " + ce.Error()}
 	case errors.As(err, &um):
 		return modelNotFound(um.Model)
 	case errors.As(err, &ve):
@@ -119,6 +140,12 @@ func writeError(w http.ResponseWriter, err error) {
 	ae := toAPIError(err)
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(ae.RetryAfter, 10))
+	}
+	if ae.NoRetry {
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
 }

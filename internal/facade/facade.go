@@ -42,6 +42,18 @@ type Deps struct {
 	Tools     *tools.Registry // server-side tools; nil for none
 	Logger    *slog.Logger
 	KeepAlive time.Duration // stream keep-alive interval; 0 means DefaultKeepAlive
+	// Gate, when set, counts every authenticated request against its
+	// token's rate limit (*quota.Gate, shared with parley's API).
+	Gate Admitter
+	// Refused, when set, is told of every error answered; parley's API
+	// counts the refusals for an owner's quotas among them.
+	Refused func(error)
+}
+
+// Admitter refuses a request of an owner's token (its id) that is over the
+// token's rate limit, with a *quota.RateError.
+type Admitter interface {
+	Admit(ctx context.Context, owner, tokenID string) error
 }
 
 // Facade is the HTTP handler of the OpenAI-compatible routes.
@@ -53,6 +65,8 @@ type Facade struct {
 	tools     *tools.Registry
 	log       *slog.Logger
 	keepAlive time.Duration
+	gate      Admitter    // nil: no rate limits
+	refused   func(error) // nil: not told
 	mux       *http.ServeMux
 }
 
@@ -63,7 +77,7 @@ func New(d Deps) (*Facade, error) {
 		return nil, errors.New("facade: Config, Store, PubSub and Service are required")
 	}
 	f := &Facade{cfg: d.Config, st: d.Store, ps: d.PubSub, svc: d.Service, tools: d.Tools,
-		log: d.Logger, keepAlive: d.KeepAlive, mux: http.NewServeMux()}
+		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, refused: d.Refused, mux: http.NewServeMux()}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -93,17 +107,23 @@ func (f *Facade) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ownerHandler is a handler of an authenticated route; owner is the token's.
 type ownerHandler func(w http.ResponseWriter, r *http.Request, owner string) error
 
-// handle installs h on pattern behind the bearer-token check; the error h
-// returns is answered in OpenAI's shape.
+// handle installs h on pattern behind the bearer-token check and the
+// token's rate limit; the error h returns is answered in OpenAI's shape.
 func (f *Facade) handle(pattern string, h ownerHandler) {
 	f.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		owner, err := f.authenticate(r.Context(), r.Header.Get("Authorization"))
+		owner, tokenID, err := f.authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err == nil && f.gate != nil {
+			err = f.gate.Admit(r.Context(), owner, tokenID)
+		}
 		if err == nil {
 			err = h(w, r, owner)
 		}
 		if err != nil {
 			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 				return // the client is gone; nothing to answer
+			}
+			if f.refused != nil {
+				f.refused(err)
 			}
 			if ae := toAPIError(err); ae.Status >= 500 {
 				f.log.Error("openai facade: request failed", "path", r.URL.Path, "err", err)
@@ -114,22 +134,29 @@ func (f *Facade) handle(pattern string, h ownerHandler) {
 }
 
 // authenticate checks a bearer token, as parley's API does: a missing,
-// malformed, unknown or revoked token is a 401.
-func (f *Facade) authenticate(ctx context.Context, header string) (string, error) {
+// malformed, unknown or revoked token is a 401. It returns the token's
+// owner and id.
+func (f *Facade) authenticate(ctx context.Context, header string) (owner, tokenID string, err error) {
 	if header == "" {
-		return "", &apiError{Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: "missing_api_key",
+		return "", "", &apiError{Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: "missing_api_key",
 			Message: "You didn't provide an API key. Send a parley token as \"Authorization: Bearer <token>\"."}
 	}
 	scheme, token, ok := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", &apiError{Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: "invalid_api_key",
+		return "", "", &apiError{Status: http.StatusUnauthorized, Type: typeInvalidRequest, Code: "invalid_api_key",
 			Message: "Malformed Authorization header: want \"Bearer <token>\"."}
 	}
-	owner, err := auth.Authenticate(ctx, f.st, token)
+	owner, err = auth.Authenticate(ctx, f.st, token)
 	if errors.Is(err, auth.ErrUnauthorized) {
-		return "", &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+		return "", "", &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 			Message: "Incorrect API key provided: it is not a valid parley token, or it was revoked."}
 	}
-	return owner, err
+	if err != nil {
+		return "", "", err
+	}
+	if tokenID, _, err = auth.Parse(token); err != nil {
+		return "", "", err // not after Authenticate accepted it
+	}
+	return owner, tokenID, nil
 }
