@@ -10,10 +10,10 @@ import (
 // seeded with: each user message as one, and everything that answered it
 // (the steps' assistant and tool messages) as one assistant message with a
 // step-start part per step and a dynamic-tool part per call, in the state
-// the AI SDK gives it. pending are the calls the chat waits for (its
+// the AI SDK gives it. clientTools are the chat's dynamic tools; pending are the calls the chat waits for (its
 // required action). A running chat's turn in progress is left out: the
 // resumed stream replays it from its start.
-func Messages(history []chat.Message, pending []chat.ToolCall, running bool) []UIMessage {
+func Messages(history []chat.Message, clientTools map[string]bool, pending []chat.ToolCall, running bool) []UIMessage {
 	if running {
 		for i := len(history) - 1; i >= 0; i-- {
 			if history[i].Role == chat.RoleUser {
@@ -55,7 +55,7 @@ func Messages(history []chat.Message, pending []chat.ToolCall, running bool) []U
 					cur.Parts = append(cur.Parts, UIPart{Type: p.Type, Text: p.Text, State: "done"})
 				case "tool-call":
 					part := UIPart{Type: "dynamic-tool", ToolCallID: p.ToolCallID, ToolName: p.ToolName,
-						State: "input-available", Input: rawOr(p.Args, "{}")}
+						State: "input-available", Input: rawOr(p.Args, "{}"), ProviderExecuted: !clientTools[p.ToolName]}
 					if approvals[p.ToolCallID] {
 						part.State = "approval-requested"
 						part.Approval = &Approval{ID: p.ToolCallID}

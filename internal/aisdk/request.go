@@ -62,6 +62,9 @@ type UIPart struct {
 	Output     json.RawMessage `json:"output,omitempty"`
 	ErrorText  string          `json:"errorText,omitempty"`
 	Approval   *Approval       `json:"approval,omitempty"`
+	// ProviderExecuted marks a server-side call: parley ran it (or runs it
+	// once approved); only the others are the client's to answer.
+	ProviderExecuted bool `json:"providerExecuted,omitempty"`
 }
 
 // Approval is a tool part's approval request and, once given, its answer.
@@ -159,6 +162,9 @@ func (r Request) Parse() (Action, error) {
 		for _, p := range last.Parts {
 			if !p.isTool() {
 				continue
+			}
+			if p.ProviderExecuted && p.State != "approval-responded" {
+				continue // a server-side call's output came from parley
 			}
 			switch p.State {
 			case "output-available":

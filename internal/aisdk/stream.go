@@ -53,13 +53,14 @@ type Mapper struct {
 	denied    map[string]bool   // calls denied: their error result is not shown again
 	approval  map[string]bool   // approval requests sent
 	names     map[string]string // tool call id -> tool name
+	client    map[string]bool   // the chat's dynamic tools: their calls are the client's
 }
 
 // NewMapper returns a Mapper whose start chunk carries messageID, the id of
 // the assistant UIMessage the run continues ("" to take the id of the run's
-// first assistant message).
-func NewMapper(messageID string) *Mapper {
-	return &Mapper{messageID: messageID, streamed: map[int64]bool{}, calls: map[int]string{},
+// first assistant message), and clientTools the chat's dynamic tools.
+func NewMapper(messageID string, clientTools map[string]bool) *Mapper {
+	return &Mapper{messageID: messageID, client: clientTools, streamed: map[int64]bool{}, calls: map[int]string{},
 		known: map[string]bool{}, denied: map[string]bool{}, approval: map[string]bool{}, names: map[string]string{}}
 }
 
@@ -262,7 +263,7 @@ func (m *Mapper) delta(emit func(Chunk), msgID int64, d events.Delta) {
 		m.calls[d.Index] = d.ToolCallID
 		m.known[d.ToolCallID] = true
 		m.names[d.ToolCallID] = d.ToolName
-		emit(Chunk{"type": "tool-input-start", "toolCallId": d.ToolCallID, "toolName": d.ToolName, "dynamic": true})
+		emit(Chunk{"type": "tool-input-start", "toolCallId": d.ToolCallID, "toolName": d.ToolName, "dynamic": true, "providerExecuted": !m.client[d.ToolName]})
 	case events.DeltaToolCallDelta:
 		id, ok := m.calls[d.Index]
 		if !ok {
@@ -296,7 +297,7 @@ func (m *Mapper) message(emit func(Chunk), msg chat.Message) {
 				m.known[p.ToolCallID] = true
 				m.names[p.ToolCallID] = p.ToolName
 				emit(Chunk{"type": "tool-input-available", "toolCallId": p.ToolCallID, "toolName": p.ToolName,
-					"input": rawOr(p.Args, "{}"), "dynamic": true})
+					"input": rawOr(p.Args, "{}"), "dynamic": true, "providerExecuted": !m.client[p.ToolName]})
 			}
 		}
 		m.closeParts(emit)
@@ -323,10 +324,10 @@ func (m *Mapper) toolPart(emit func(Chunk), msgID int64, p chat.Part) {
 		}
 		m.begin(emit, msgID)
 		if p.IsError {
-			emit(Chunk{"type": "tool-output-error", "toolCallId": p.ToolCallID, "errorText": errorText(p.Output), "dynamic": true})
+			emit(Chunk{"type": "tool-output-error", "toolCallId": p.ToolCallID, "errorText": errorText(p.Output), "dynamic": true, "providerExecuted": !m.client[p.ToolName]})
 			return
 		}
-		emit(Chunk{"type": "tool-output-available", "toolCallId": p.ToolCallID, "output": rawOr(p.Output, "null"), "dynamic": true})
+		emit(Chunk{"type": "tool-output-available", "toolCallId": p.ToolCallID, "output": rawOr(p.Output, "null"), "dynamic": true, "providerExecuted": !m.client[p.ToolName]})
 	}
 }
 
@@ -342,7 +343,7 @@ func (m *Mapper) actions(emit func(Chunk), calls []chat.ToolCall) {
 		if !m.known[c.ToolCallID] {
 			m.known[c.ToolCallID] = true
 			emit(Chunk{"type": "tool-input-available", "toolCallId": c.ToolCallID, "toolName": c.ToolName,
-				"input": rawOr(c.Args, "{}"), "dynamic": true})
+				"input": rawOr(c.Args, "{}"), "dynamic": true, "providerExecuted": true})
 		}
 		emit(Chunk{"type": "tool-approval-request", "approvalId": c.ToolCallID, "toolCallId": c.ToolCallID})
 	}

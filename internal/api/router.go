@@ -40,6 +40,9 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
 	a.handle("POST "+v1+"/chats/{id}/approvals", a.authed(a.submitApprovals))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))
+	a.handle("POST "+v1+"/ai-sdk/chat", a.authed(a.aisdkChat))
+	a.handle("GET "+v1+"/ai-sdk/chat/{id}/stream", a.authed(a.aisdkStream))
+	a.handle("GET "+v1+"/ai-sdk/chat/{id}/messages", a.authed(a.aisdkMessages))
 
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true

@@ -1,0 +1,308 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/aisdk"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// aisdkChat answers POST /api/v1/ai-sdk/chat, the endpoint of the AI SDK's
+// DefaultChatTransport: it does what the request's last message asks of
+// the chat (creating the chat on first use) and streams the run as UI
+// message chunks. Errors before the stream are JSON bodies; after, error
+// chunks.
+func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) error {
+	var raw json.RawMessage
+	if err := a.decode(w, r, &raw); err != nil {
+		return err
+	}
+	var req aisdk.Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_body", Message: "not a chat request: " + err.Error()}
+	}
+	act, err := req.Parse()
+	if err != nil {
+		return aisdkRequestError(err)
+	}
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, req.ID)
+	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
+		id, err = a.aisdkCreate(ctx, owner, req)
+	}
+	if err != nil {
+		return err
+	}
+	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	before, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	cursor, _, err := a.lastMessages(ctx, id)
+	if err != nil {
+		return err
+	}
+	c, err := a.aisdkAct(ctx, r, owner, before, act)
+	if err != nil {
+		return err
+	}
+	m := aisdk.NewMapper(act.MessageID, clientTools(c))
+	out := &aisdkWriter{sse: newSSE(w), m: m}
+	if err := out.start(); err != nil {
+		return nil
+	}
+	if c.Status != chat.Pending && c.Status != chat.Running {
+		// Nothing runs: the answer left the chat waiting for more.
+		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": chat.Running}))
+		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
+		return nil
+	}
+	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: cursor, seq: map[int64]int{}})
+	return nil
+}
+
+// aisdkAct does what the request's last message asks and returns the chat
+// after it.
+func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, error) {
+	switch act.Kind {
+	case aisdk.ActionMessage:
+		text, _ := json.Marshal(act.Text)
+		if _, err := a.svc.PostMessage(ctx, owner, c.ID, text, ""); err != nil {
+			return chat.Chat{}, err
+		}
+		return a.svc.GetChat(ctx, owner, c.ID)
+	case aisdk.ActionRegenerate:
+		return a.svc.Regenerate(ctx, owner, c.ID)
+	}
+	// An answer: the client's outputs first, then the approval decisions,
+	// each under the rules of its own route.
+	if len(act.Outputs) > 0 {
+		results := make([]service.ToolResult, len(act.Outputs))
+		for i, o := range act.Outputs {
+			results[i] = service.ToolResult{ToolCallID: o.ToolCallID, Output: o.Output, IsError: o.IsError}
+		}
+		var err error
+		if c, err = a.svc.SubmitToolResults(ctx, owner, c.ID, results); err != nil {
+			return chat.Chat{}, err
+		}
+	}
+	if len(act.Decisions) > 0 {
+		decisions := make([]service.Decision, len(act.Decisions))
+		for i, d := range act.Decisions {
+			decisions[i] = service.Decision{ToolCallID: d.ToolCallID, Approve: d.Approve, Reason: d.Reason}
+		}
+		by := service.Decider{Owner: owner}
+		if tid, ok := r.Context().Value(tokenIDKey{}).(string); ok {
+			tok, err := a.st.GetToken(ctx, tid)
+			if err != nil {
+				return chat.Chat{}, fmt.Errorf("read the deciding token: %w", err)
+			}
+			by.Token = tok.Name
+		}
+		var err error
+		if c, err = a.svc.SubmitApprovals(ctx, by, c.ID, decisions); err != nil {
+			return chat.Chat{}, err
+		}
+	}
+	return c, nil
+}
+
+// aisdkResolve maps a client's chat id to the owner's chat: a parley chat
+// id, or the chat created for that client id. Another owner's chat is not
+// found.
+func (a *api) aisdkResolve(ctx context.Context, owner, clientID string) (string, error) {
+	if _, err := uuid.Parse(clientID); err == nil {
+		c, err := a.st.GetChat(ctx, clientID)
+		switch {
+		case err == nil && c.Owner == owner:
+			return c.ID, nil
+		case err == nil:
+			return "", fmt.Errorf("chat %s: %w", clientID, store.ErrNotFound)
+		case !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+	}
+	page, err := a.svc.ListChats(ctx, owner, store.ChatQuery{Owner: owner,
+		Labels: map[string]string{aisdk.LabelClientID: clientID}, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(page.Chats) == 0 {
+		return "", fmt.Errorf("chat %q: %w", clientID, store.ErrNotFound)
+	}
+	return page.Chats[0].ID, nil
+}
+
+// aisdkCreate creates the owner's chat for a client chat id, with the
+// request's "parley" options.
+func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) (string, error) {
+	var o aisdk.Options
+	if req.Parley != nil {
+		o = *req.Parley
+	}
+	labels := map[string]string{}
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	labels[aisdk.LabelAPI] = aisdk.LabelAPIValue
+	labels[aisdk.LabelClientID] = req.ID
+	c, err := a.svc.Create(ctx, owner, service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt,
+		Title: o.Title, Labels: labels, DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve})
+	if err != nil {
+		return "", err
+	}
+	return c.Chat.ID, nil
+}
+
+// lastMessages returns the id of the chat's last message and of its last
+// user message (0 when there is none).
+func (a *api) lastMessages(ctx context.Context, id string) (last, lastUser int64, err error) {
+	err = store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+		last = m.ID
+		if m.Role == chat.RoleUser {
+			lastUser = m.ID
+		}
+		return nil
+	})
+	return last, lastUser, err
+}
+
+// aisdkStream answers GET /api/v1/ai-sdk/chat/{id}/stream (useChat's
+// resume): 204 when nothing runs, else the run in progress from its start.
+func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) error {
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	c, err := a.svc.GetChat(ctx, owner, id) // after subscribing: the end of the run is not missed
+	if err != nil {
+		return err
+	}
+	if c.Status != chat.Pending && c.Status != chat.Running {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	_, from, err := a.lastMessages(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := &aisdkWriter{sse: newSSE(w), m: aisdk.NewMapper("", clientTools(c))}
+	if err := out.start(); err != nil {
+		return nil
+	}
+	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: from, seq: map[int64]int{}})
+	return nil
+}
+
+// aisdkMessages answers GET /api/v1/ai-sdk/chat/{id}/messages: the chat as
+// the UIMessage list useChat is seeded with.
+func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string) error {
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	c, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	var history []chat.Message
+	if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+		history = append(history, m)
+		return nil
+	}); err != nil {
+		return err
+	}
+	var pending []chat.ToolCall
+	if c.RequiredAction != nil {
+		pending = c.RequiredAction.ToolCalls
+	}
+	running := c.Status == chat.Pending || c.Status == chat.Running
+	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running))
+	return nil
+}
+
+// clientTools returns the names of c's dynamic tools.
+func clientTools(c chat.Chat) map[string]bool {
+	names := make(map[string]bool, len(c.DynamicTools))
+	for _, t := range c.DynamicTools {
+		names[t.Name] = true
+	}
+	return names
+}
+
+// aisdkRequestError maps a refused request to its 400.
+func aisdkRequestError(err error) error {
+	var re *aisdk.RequestError
+	if errors.As(err, &re) {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Message: re.Error(),
+			Details: map[string]any{"field": re.Field}}
+	}
+	return err
+}
+
+// errRunEnded ends an AI SDK stream once its finish chunk is out.
+var errRunEnded = errors.New("the run ended")
+
+// aisdkWriter writes a chat stream's events as UI message chunks.
+type aisdkWriter struct {
+	sse *sse
+	m   *aisdk.Mapper
+}
+
+// start sends the headers of a UI message stream.
+func (s *aisdkWriter) start() error {
+	s.sse.w.Header().Set("X-Vercel-Ai-Ui-Message-Stream", "v1")
+	return s.sse.start()
+}
+
+func (s *aisdkWriter) event(kind string, data []byte) error {
+	chunks, err := s.m.Event(kind, data)
+	if err != nil {
+		return err
+	}
+	err = s.sse.write(func(w io.Writer) error {
+		for _, c := range chunks {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return err
+			}
+		}
+		if s.m.Done() {
+			_, err := io.WriteString(w, "data: [DONE]\n\n")
+			return err
+		}
+		return nil
+	})
+	if err == nil && s.m.Done() {
+		return errRunEnded
+	}
+	return err
+}
+
+func (s *aisdkWriter) eventID(kind, _ string, data []byte) error { return s.event(kind, data) }
+
+func (s *aisdkWriter) comment(text string) error { return s.sse.comment(text) }
