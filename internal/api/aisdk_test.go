@@ -63,10 +63,10 @@ func TestAISDKChatPlainAndClientTool(t *testing.T) {
 	fake.Push(llmtest.Turn{Text: "Hello there", ChunkSize: 5})
 	cs, done := uiChunks(t, s, tok, map[string]any{"id": "client-1", "trigger": "submit-message",
 		"messages": []any{userMsg("hi")},
-		"parley": map[string]any{"dynamic_tools": []any{map[string]any{"name": "ask", "description": "ask the user",
+		"parley": map[string]any{"title": "t", "dynamic_tools": []any{map[string]any{"name": "ask", "description": "ask the user",
 			"input_schema": map[string]any{"type": "object"}}}}})
 	if want := "start,start-step,text-start,text-delta,text-delta,text-delta,text-end,finish-step,finish"; chunkTypes(cs) != want || !done {
-		t.Fatalf("chunks = %s (done %v), want %s", chunkTypes(cs), done, want)
+		t.Fatalf("chunks = %s (done %v), want %s; %v", chunkTypes(cs), done, want, cs)
 	}
 	if cs[len(cs)-1]["finishReason"] != "stop" || cs[0]["messageId"] == nil || cs[2]["id"] != cs[6]["id"] {
 		t.Fatalf("chunks = %v", cs)
