@@ -42,6 +42,7 @@ type Mapper struct {
 	running   bool   // a non-final status was seen: a final one ends the run
 	done      bool
 	lastErr   bool // an error chunk was sent: the run ends as failed
+	queued    bool // skip everything until the queued user message is in the history
 
 	step      int64             // the message id of the open step, 0 if none
 	text      string            // the id of the open text part, "" if none
@@ -64,6 +65,11 @@ func NewMapper(messageID string, clientTools map[string]bool) *Mapper {
 		known: map[string]bool{}, denied: map[string]bool{}, approval: map[string]bool{}, names: map[string]string{}}
 }
 
+// AfterQueued makes the Mapper skip the events of the run in progress: the
+// request's message was queued, and its answer starts once the message
+// enters the history.
+func (m *Mapper) AfterQueued() { m.queued = true }
+
 // MessageID is the UIMessage id of a parley message.
 func MessageID(id int64) string { return "msg-" + strconv.FormatInt(id, 10) }
 
@@ -74,6 +80,20 @@ func (m *Mapper) Done() bool { return m.done }
 // /api/v1/chats/{id}/stream sends them) to the chunks it stands for.
 func (m *Mapper) Event(kind string, data []byte) ([]Chunk, error) {
 	if m.done {
+		return nil, nil
+	}
+	if m.queued {
+		if kind == events.KindMessage {
+			var ev struct {
+				Message chat.Message `json:"message"`
+			}
+			if err := json.Unmarshal(data, &ev); err != nil {
+				return nil, fmt.Errorf("aisdk: message event: %w", err)
+			}
+			if ev.Message.Role == chat.RoleUser {
+				m.queued, m.running = false, true // its run comes next
+			}
+		}
 		return nil, nil
 	}
 	var out []Chunk
@@ -275,9 +295,14 @@ func (m *Mapper) delta(emit func(Chunk), msgID int64, d events.Delta) {
 
 // message maps a durable message of the run: an assistant message
 // completes its step (text not streamed is sent whole, every call becomes
-// available); a tool message carries the calls' outputs.
+// available); a tool message carries the calls' outputs; a user message
+// (one that was queued) ends the run: streams start after their own.
 func (m *Mapper) message(emit func(Chunk), msg chat.Message) {
 	switch msg.Role {
+	case chat.RoleUser:
+		// A queued message entered the history: the run this stream
+		// showed is over, and the next one answers another request.
+		m.end(emit, FinishStop)
 	case chat.RoleAssistant:
 		m.openStep(emit, msg.ID)
 		streamed := m.streamed[msg.ID]

@@ -56,11 +56,17 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
-	c, err := a.aisdkAct(ctx, r, owner, before, act)
+	c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
 	if err != nil {
 		return err
 	}
 	m := aisdk.NewMapper(act.MessageID, clientTools(c))
+	switch {
+	case posted.Queued != nil:
+		m.AfterQueued()
+	case posted.Message != nil:
+		cursor = posted.Message.ID // the stream starts after the request's own message
+	}
 	out := &aisdkWriter{sse: newSSE(w), m: m}
 	if err := out.start(); err != nil {
 		return nil
@@ -76,20 +82,29 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 }
 
 // aisdkAct does what the request's last message asks and returns the chat
-// after it.
-func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, error) {
+// after it, and for a message what became of it (added, or queued behind
+// the run in progress).
+func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, service.PostResult, error) {
 	switch act.Kind {
 	case aisdk.ActionMessage:
 		text, _ := json.Marshal(act.Text)
-		if _, err := a.svc.PostMessage(ctx, owner, c.ID, text, ""); err != nil {
-			return chat.Chat{}, err
+		res, err := a.svc.PostMessage(ctx, owner, c.ID, text, "")
+		if err != nil {
+			return chat.Chat{}, res, err
 		}
-		return a.svc.GetChat(ctx, owner, c.ID)
+		c, err := a.svc.GetChat(ctx, owner, c.ID)
+		return c, res, err
 	case aisdk.ActionRegenerate:
-		return a.svc.Regenerate(ctx, owner, c.ID)
+		c, err := a.svc.Regenerate(ctx, owner, c.ID)
+		return c, service.PostResult{}, err
 	}
-	// An answer: the client's outputs first, then the approval decisions,
-	// each under the rules of its own route.
+	c, err := a.aisdkAnswer(ctx, r, owner, c, act)
+	return c, service.PostResult{}, err
+}
+
+// aisdkAnswer submits the client's tool outputs, then its approval
+// decisions, each under the rules of its own route.
+func (a *api) aisdkAnswer(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, error) {
 	if len(act.Outputs) > 0 {
 		results := make([]service.ToolResult, len(act.Outputs))
 		for i, o := range act.Outputs {

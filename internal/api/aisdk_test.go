@@ -125,3 +125,32 @@ func TestAISDKChatPlainAndClientTool(t *testing.T) {
 		t.Fatalf("messages = %v", msgs)
 	}
 }
+
+// TestAISDKQueuedMessage: a message sent while the chat runs is queued; its
+// stream skips the run in progress and carries its own answer only.
+func TestAISDKQueuedMessage(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	s := newLive(t, fake)
+	tok := s.token("alice")
+	gate := make(chan struct{})
+	fake.Push(llmtest.Turn{Text: "The first answer.", ChunkSize: 3, Gate: gate, GateAfter: 2}, llmtest.Turn{Text: "The second answer."})
+	first := openUI(t, s, "POST", "/api/v1/ai-sdk/chat", tok, map[string]any{"id": "c-q", "parley": map[string]any{"title": "t"},
+		"messages": []any{userMsg("one")}})
+	var delta string
+	for c := first.next(); ; c = first.next() {
+		if c["type"] == "text-delta" {
+			delta = c["delta"].(string)
+			break
+		}
+	}
+	second := openUI(t, s, "POST", "/api/v1/ai-sdk/chat", tok, map[string]any{"id": "c-q", "messages": []any{userMsg("two")}})
+	close(gate)
+	_, rest := first.rest(first.next())
+	types, text := second.rest(second.next())
+	if delta+rest != "The first answer." || text != "The second answer." {
+		t.Fatalf("first stream %q, second %q", delta+rest, text)
+	}
+	if j := strings.Join(types, ","); !strings.HasPrefix(j, "start,start-step,text-start") || !strings.HasSuffix(j, "finish") {
+		t.Fatalf("second stream %s", j)
+	}
+}
