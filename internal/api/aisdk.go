@@ -52,9 +52,14 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
-	cursor, _, err := a.lastMessages(ctx, id)
+	h, err := a.historyFacts(ctx, id)
 	if err != nil {
 		return err
+	}
+	cursor := h.last
+	act = h.unanswered(act)
+	if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
+		return &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
 	}
 	c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
 	if err != nil {
@@ -105,6 +110,10 @@ func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c cha
 // aisdkAnswer submits the client's tool outputs, then its approval
 // decisions, each under the rules of its own route.
 func (a *api) aisdkAnswer(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, error) {
+	if len(act.Outputs) > 0 && len(act.Decisions) > 0 && !decisionsMatch(c, act.Decisions) {
+		// Refused anyway: refuse it before the outputs are written.
+		return a.aisdkDecide(ctx, r, owner, c, act.Decisions)
+	}
 	if len(act.Outputs) > 0 {
 		results := make([]service.ToolResult, len(act.Outputs))
 		for i, o := range act.Outputs {
@@ -116,24 +125,48 @@ func (a *api) aisdkAnswer(ctx context.Context, r *http.Request, owner string, c 
 		}
 	}
 	if len(act.Decisions) > 0 {
-		decisions := make([]service.Decision, len(act.Decisions))
-		for i, d := range act.Decisions {
-			decisions[i] = service.Decision{ToolCallID: d.ToolCallID, Approve: d.Approve, Reason: d.Reason}
-		}
-		by := service.Decider{Owner: owner}
-		if tid, ok := r.Context().Value(tokenIDKey{}).(string); ok {
-			tok, err := a.st.GetToken(ctx, tid)
-			if err != nil {
-				return chat.Chat{}, fmt.Errorf("read the deciding token: %w", err)
-			}
-			by.Token = tok.Name
-		}
-		var err error
-		if c, err = a.svc.SubmitApprovals(ctx, by, c.ID, decisions); err != nil {
-			return chat.Chat{}, err
-		}
+		return a.aisdkDecide(ctx, r, owner, c, act.Decisions)
 	}
 	return c, nil
+}
+
+// aisdkDecide submits approval decisions as the owner and the request's token.
+func (a *api) aisdkDecide(ctx context.Context, r *http.Request, owner string, c chat.Chat, ds []aisdk.Decision) (chat.Chat, error) {
+	decisions := make([]service.Decision, len(ds))
+	for i, d := range ds {
+		decisions[i] = service.Decision{ToolCallID: d.ToolCallID, Approve: d.Approve, Reason: d.Reason}
+	}
+	by := service.Decider{Owner: owner}
+	if tid, ok := r.Context().Value(tokenIDKey{}).(string); ok {
+		tok, err := a.st.GetToken(ctx, tid)
+		if err != nil {
+			return chat.Chat{}, fmt.Errorf("read the deciding token: %w", err)
+		}
+		by.Token = tok.Name
+	}
+	return a.svc.SubmitApprovals(ctx, by, c.ID, decisions)
+}
+
+// decisionsMatch reports whether ds answers exactly the approvals c waits for.
+func decisionsMatch(c chat.Chat, ds []aisdk.Decision) bool {
+	if c.RequiredAction == nil {
+		return false
+	}
+	want := map[string]bool{}
+	for _, tc := range c.RequiredAction.ToolCalls {
+		if tc.Kind == chat.ActionApproval {
+			want[tc.ToolCallID] = true
+		}
+	}
+	if len(want) != len(ds) {
+		return false
+	}
+	for _, d := range ds {
+		if !want[d.ToolCallID] {
+			return false
+		}
+	}
+	return true
 }
 
 // aisdkResolve maps a client's chat id to the owner's chat: a parley chat
@@ -183,17 +216,58 @@ func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) 
 	return c.Chat.ID, nil
 }
 
-// lastMessages returns the id of the chat's last message and of its last
-// user message (0 when there is none).
-func (a *api) lastMessages(ctx context.Context, id string) (last, lastUser int64, err error) {
-	err = store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
-		last = m.ID
-		if m.Role == chat.RoleUser {
-			lastUser = m.ID
+// historyFacts is what a request needs to know of a chat's history.
+type historyFacts struct {
+	last, lastUser int64           // the last message's id, the last user message's (0: none)
+	results        map[string]bool // calls with a result
+	decided        map[string]bool // calls with an approval decision
+}
+
+// historyFacts reads the chat's history for its facts.
+func (a *api) historyFacts(ctx context.Context, id string) (historyFacts, error) {
+	h := historyFacts{results: map[string]bool{}, decided: map[string]bool{}}
+	err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+		h.last = m.ID
+		switch m.Role {
+		case chat.RoleUser:
+			h.lastUser = m.ID
+		case chat.RoleTool:
+			for _, p := range m.Parts {
+				switch p.Type {
+				case "tool-result":
+					h.results[p.ToolCallID] = true
+				case "tool-decision":
+					h.decided[p.ToolCallID] = true
+				}
+			}
 		}
 		return nil
 	})
-	return last, lastUser, err
+	return h, err
+}
+
+// unanswered drops from an answer the outputs and decisions the chat holds
+// already: the client's assistant message keeps what an earlier request
+// sent (a client tool's output while approvals were still open, or the
+// other way round).
+func (h historyFacts) unanswered(act aisdk.Action) aisdk.Action {
+	if act.Kind != aisdk.ActionAnswer {
+		return act
+	}
+	outs := act.Outputs[:0:0]
+	for _, o := range act.Outputs {
+		if !h.results[o.ToolCallID] {
+			outs = append(outs, o)
+		}
+	}
+	decs := act.Decisions[:0:0]
+	for _, d := range act.Decisions {
+		if !h.decided[d.ToolCallID] {
+			decs = append(decs, d)
+		}
+	}
+	act.Outputs, act.Decisions = outs, decs
+	return act
 }
 
 // aisdkStream answers GET /api/v1/ai-sdk/chat/{id}/stream (useChat's
@@ -217,10 +291,11 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	_, from, err := a.lastMessages(ctx, id)
+	h, err := a.historyFacts(ctx, id)
 	if err != nil {
 		return err
 	}
+	from := h.lastUser
 	out := &aisdkWriter{sse: newSSE(w), m: aisdk.NewMapper("", clientTools(c))}
 	if err := out.start(); err != nil {
 		return nil

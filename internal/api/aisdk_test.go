@@ -154,3 +154,45 @@ func TestAISDKQueuedMessage(t *testing.T) {
 		t.Fatalf("second stream %s", j)
 	}
 }
+
+// TestAISDKMixedAnswers: a step with a client call and a call to approve,
+// answered in two requests; the second resends the first's output (the
+// client's message keeps it), which parley drops; a wrong decision id
+// refuses the whole answer before anything is written.
+func TestAISDKMixedAnswers(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	at := newApprovalTools(t)
+	s := newLive(t, fake, func(su *setup) { su.tools = at.reg })
+	tok := s.token("alice")
+	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "ask", Args: `{}`}, {ID: "a1", Name: "add", Args: `{"a":1,"b":2}`}}},
+		llmtest.Turn{Text: "Done."})
+	cs, _ := uiChunks(t, s, tok, map[string]any{"id": "c-mix", "messages": []any{userMsg("go")},
+		"parley": map[string]any{"title": "t", "approve": []string{"add"},
+			"dynamic_tools": []any{map[string]any{"name": "ask", "description": "ask", "input_schema": map[string]any{"type": "object"}}}}})
+	if !strings.Contains(chunkTypes(cs), "tool-approval-request") || cs[len(cs)-1]["finishReason"] != "tool-calls" {
+		t.Fatalf("chunks %s", chunkTypes(cs))
+	}
+	output := map[string]any{"type": "dynamic-tool", "toolName": "ask", "toolCallId": "c1", "state": "output-available", "input": map[string]any{}, "output": "yes"}
+	approval := func(id string) map[string]any {
+		return map[string]any{"type": "dynamic-tool", "toolName": "add", "toolCallId": id, "state": "approval-responded",
+			"providerExecuted": true, "input": map[string]any{}, "approval": map[string]any{"id": id, "approved": true}}
+	}
+	answer := func(parts ...any) map[string]any {
+		return map[string]any{"id": "c-mix", "messages": []any{map[string]any{"id": "m1", "role": "assistant", "parts": parts}}}
+	}
+	// A decision for a call that waits for none: refused, and the output is not kept.
+	s.do("POST", "/api/v1/ai-sdk/chat", tok, answer(output, approval("zz"))).expectError(t, http.StatusBadRequest, "invalid_decisions")
+	// The output alone: the chat still waits for the approval.
+	cs, done := uiChunks(t, s, tok, answer(output, map[string]any{"type": "dynamic-tool", "toolName": "add", "toolCallId": "a1",
+		"state": "approval-requested", "providerExecuted": true, "input": map[string]any{}, "approval": map[string]any{"id": "a1"}}))
+	if !done || cs[len(cs)-1]["finishReason"] != "tool-calls" {
+		t.Fatalf("after the output: %v", cs)
+	}
+	// The approval, with the output sent again: the run goes on.
+	cs, _ = uiChunks(t, s, tok, answer(output, approval("a1")))
+	if j := chunkTypes(cs); !strings.Contains(j, "tool-output-available") || !strings.Contains(j, "text-delta") || cs[len(cs)-1]["finishReason"] != "stop" {
+		t.Fatalf("after the approval: %v", cs)
+	}
+	// Everything in it is answered already: 409.
+	s.do("POST", "/api/v1/ai-sdk/chat", tok, answer(output, approval("a1"))).expectError(t, http.StatusConflict, "status_conflict")
+}
