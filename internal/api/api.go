@@ -136,7 +136,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		route = "unmatched"
 		out = &muxErrorWriter{statusWriter: sw, r: r}
 	}
-	a.mux.ServeHTTP(out, r)
+	a.cors(a.mux).ServeHTTP(out, r)
 
 	code := sw.Status()
 	elapsed := time.Since(start)

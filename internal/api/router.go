@@ -43,6 +43,9 @@ func (a *api) register() {
 	a.handle("GET "+v1+"/owners/{owner}/quotas", a.authed(a.getQuotas))
 	a.handle("PUT "+v1+"/owners/{owner}/quotas", a.authed(a.putQuotas))
 	a.handle("GET "+v1+"/usage", a.authed(a.usage))
+	a.handle("POST "+v1+"/ai-sdk/chat", a.authed(a.aisdkChat))
+	a.handle("GET "+v1+"/ai-sdk/chat/{id}/stream", a.authed(a.aisdkStream))
+	a.handle("GET "+v1+"/ai-sdk/chat/{id}/messages", a.authed(a.aisdkMessages))
 
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true

@@ -74,12 +74,29 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 		return err
 	}
 
-	st := &chatStream{sse: newSSE(w), lastMsg: after, seq: map[int64]int{}}
-	if err := st.sse.start(); err != nil {
+	out := newSSE(w)
+	if err := out.start(); err != nil {
 		return nil
 	}
+	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: after, seq: map[int64]int{}})
+	return nil
+}
+
+// eventWriter is where a chatStream writes its events: the SSE of GET
+// /chats/{id}/stream, or another protocol's mapping of the same events
+// (the AI SDK stream). An error ends the stream.
+type eventWriter interface {
+	event(kind string, data []byte) error
+	eventID(kind, id string, data []byte) error
+	comment(text string) error
+}
+
+// follow writes c's status, the durable messages after st's cursor, the
+// parts of the step in progress and then live events of sub to st, until
+// the client is gone or the writer refuses an event.
+func (a *api) follow(ctx context.Context, id string, c chat.Chat, sub pubsub.Subscription, st *chatStream) {
 	if st.status(c) != nil || a.replayMessages(ctx, st, id) != nil {
-		return nil
+		return
 	}
 	var waitSnapshot <-chan time.Time
 	if c.Status == chat.Running {
@@ -97,12 +114,12 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 		var err error
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
 			err = st.sse.comment("keep-alive")
 		case <-revoked:
 			_ = st.sse.event(kindUnauthorized, revokedData)
-			return nil
+			return
 		case <-waitSnapshot:
 			waitSnapshot, st.holding = nil, false
 			err = st.flushHeld()
@@ -111,7 +128,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 				if (ok && m.Missed) || errors.Is(sub.Err(), pubsub.ErrLagged) {
 					_ = st.sse.event(events.KindResync, resyncData)
 				}
-				return nil
+				return
 			}
 			var ev events.ChatEvent
 			if err := json.Unmarshal(m.Payload, &ev); err != nil {
@@ -125,10 +142,10 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, owner string) error
 		}
 		if errors.Is(err, errTooFarBehind) {
 			_ = st.sse.event(events.KindResync, resyncData)
-			return nil
+			return
 		}
 		if err != nil {
-			return nil // the client is gone
+			return // the client is gone
 		}
 	}
 }
@@ -157,7 +174,7 @@ var errTooFarBehind = errors.New("too many deltas held")
 // Deltas that do not follow on from what was sent are held until the
 // missing ones arrive (the snapshot), or the durable message makes them moot.
 type chatStream struct {
-	sse     *sse
+	sse     eventWriter
 	lastMsg int64
 	seq     map[int64]int // message id -> deltas sent
 	// version is the Version of the chat in the last status sent: a status

@@ -363,6 +363,9 @@ func (c *Config) check() error {
 	if err := c.Limits.check(); err != nil {
 		return err
 	}
+	if err := c.CORS.check(); err != nil {
+		return err
+	}
 	if err := c.Quotas.Defaults.Check(); err != nil {
 		return fmt.Errorf("quotas.defaults: %w", err)
 	}

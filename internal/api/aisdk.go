@@ -1,0 +1,398 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/aisdk"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// aisdkChat answers POST /api/v1/ai-sdk/chat, the endpoint of the AI SDK's
+// DefaultChatTransport: it does what the request's last message asks of
+// the chat (creating the chat on first use) and streams the run as UI
+// message chunks. Errors before the stream are JSON bodies; after, error
+// chunks.
+func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) error {
+	var raw json.RawMessage
+	if err := a.decode(w, r, &raw); err != nil {
+		return err
+	}
+	var req aisdk.Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_body", Message: "not a chat request: " + err.Error()}
+	}
+	act, err := req.Parse()
+	if err != nil {
+		return aisdkRequestError(err)
+	}
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, req.ID)
+	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
+		id, err = a.aisdkCreate(ctx, owner, req)
+	}
+	if err != nil {
+		return err
+	}
+	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	before, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	h, err := a.historyFacts(ctx, id)
+	if err != nil {
+		return err
+	}
+	cursor := h.last
+	act = h.unanswered(act)
+	if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
+		return &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
+	}
+	c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
+	if err != nil {
+		return err
+	}
+	m := aisdk.NewMapper(act.MessageID, clientTools(c))
+	switch {
+	case posted.Queued != nil:
+		m.AfterQueued()
+	case posted.Message != nil:
+		cursor = posted.Message.ID // the stream starts after the request's own message
+	}
+	out := &aisdkWriter{sse: newSSE(w), m: m}
+	if err := out.start(); err != nil {
+		return nil
+	}
+	if c.Status != chat.Pending && c.Status != chat.Running {
+		// Nothing runs: the answer left the chat waiting for more.
+		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": chat.Running}))
+		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
+		return nil
+	}
+	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: cursor, seq: map[int64]int{}})
+	return nil
+}
+
+// aisdkAct does what the request's last message asks and returns the chat
+// after it, and for a message what became of it (added, or queued behind
+// the run in progress).
+func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, service.PostResult, error) {
+	switch act.Kind {
+	case aisdk.ActionMessage:
+		text, _ := json.Marshal(act.Text)
+		res, err := a.svc.PostMessage(ctx, owner, c.ID, text, "")
+		if err != nil {
+			return chat.Chat{}, res, err
+		}
+		c, err := a.svc.GetChat(ctx, owner, c.ID)
+		return c, res, err
+	case aisdk.ActionRegenerate:
+		c, err := a.svc.Regenerate(ctx, owner, c.ID)
+		return c, service.PostResult{}, err
+	}
+	c, err := a.aisdkAnswer(ctx, r, owner, c, act)
+	return c, service.PostResult{}, err
+}
+
+// aisdkAnswer submits the client's tool outputs, then its approval
+// decisions, each under the rules of its own route.
+func (a *api) aisdkAnswer(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, error) {
+	if len(act.Outputs) > 0 && len(act.Decisions) > 0 && !decisionsMatch(c, act.Decisions) {
+		// Refused anyway: refuse it before the outputs are written.
+		return a.aisdkDecide(ctx, r, owner, c, act.Decisions)
+	}
+	if len(act.Outputs) > 0 {
+		results := make([]service.ToolResult, len(act.Outputs))
+		for i, o := range act.Outputs {
+			results[i] = service.ToolResult{ToolCallID: o.ToolCallID, Output: o.Output, IsError: o.IsError}
+		}
+		var err error
+		if c, err = a.svc.SubmitToolResults(ctx, owner, c.ID, results); err != nil {
+			return chat.Chat{}, err
+		}
+	}
+	if len(act.Decisions) > 0 {
+		return a.aisdkDecide(ctx, r, owner, c, act.Decisions)
+	}
+	return c, nil
+}
+
+// aisdkDecide submits approval decisions as the owner and the request's token.
+func (a *api) aisdkDecide(ctx context.Context, r *http.Request, owner string, c chat.Chat, ds []aisdk.Decision) (chat.Chat, error) {
+	decisions := make([]service.Decision, len(ds))
+	for i, d := range ds {
+		decisions[i] = service.Decision{ToolCallID: d.ToolCallID, Approve: d.Approve, Reason: d.Reason}
+	}
+	by := service.Decider{Owner: owner}
+	if tid, ok := r.Context().Value(tokenIDKey{}).(string); ok {
+		tok, err := a.st.GetToken(ctx, tid)
+		if err != nil {
+			return chat.Chat{}, fmt.Errorf("read the deciding token: %w", err)
+		}
+		by.Token = tok.Name
+	}
+	return a.svc.SubmitApprovals(ctx, by, c.ID, decisions)
+}
+
+// decisionsMatch reports whether ds answers exactly the approvals c waits for.
+func decisionsMatch(c chat.Chat, ds []aisdk.Decision) bool {
+	if c.RequiredAction == nil {
+		return false
+	}
+	want := map[string]bool{}
+	for _, tc := range c.RequiredAction.ToolCalls {
+		if tc.Kind == chat.ActionApproval {
+			want[tc.ToolCallID] = true
+		}
+	}
+	if len(want) != len(ds) {
+		return false
+	}
+	for _, d := range ds {
+		if !want[d.ToolCallID] {
+			return false
+		}
+	}
+	return true
+}
+
+// aisdkResolve maps a client's chat id to the owner's chat: a parley chat
+// id, or the chat created for that client id. Another owner's chat is not
+// found.
+func (a *api) aisdkResolve(ctx context.Context, owner, clientID string) (string, error) {
+	if _, err := uuid.Parse(clientID); err == nil {
+		c, err := a.st.GetChat(ctx, clientID)
+		switch {
+		case err == nil && c.Owner == owner:
+			return c.ID, nil
+		case err == nil:
+			return "", fmt.Errorf("chat %s: %w", clientID, store.ErrNotFound)
+		case !errors.Is(err, store.ErrNotFound):
+			return "", err
+		}
+	}
+	page, err := a.svc.ListChats(ctx, owner, store.ChatQuery{Owner: owner,
+		Labels: map[string]string{aisdk.LabelClientID: clientID}, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(page.Chats) == 0 {
+		return "", fmt.Errorf("chat %q: %w", clientID, store.ErrNotFound)
+	}
+	return page.Chats[0].ID, nil
+}
+
+// aisdkCreate creates the owner's chat for a client chat id, with the
+// request's "parley" options.
+func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) (string, error) {
+	var o aisdk.Options
+	if req.Parley != nil {
+		o = *req.Parley
+	}
+	labels := map[string]string{}
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	labels[aisdk.LabelAPI] = aisdk.LabelAPIValue
+	labels[aisdk.LabelClientID] = req.ID
+	c, err := a.svc.Create(ctx, owner, service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt,
+		Title: o.Title, Labels: labels, DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve})
+	if err != nil {
+		return "", err
+	}
+	return c.Chat.ID, nil
+}
+
+// historyFacts is what a request needs to know of a chat's history.
+type historyFacts struct {
+	last, lastUser int64           // the last message's id, the last user message's (0: none)
+	results        map[string]bool // calls with a result
+	decided        map[string]bool // calls with an approval decision
+}
+
+// historyFacts reads the chat's history for its facts.
+func (a *api) historyFacts(ctx context.Context, id string) (historyFacts, error) {
+	h := historyFacts{results: map[string]bool{}, decided: map[string]bool{}}
+	err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+		h.last = m.ID
+		switch m.Role {
+		case chat.RoleUser:
+			h.lastUser = m.ID
+		case chat.RoleTool:
+			for _, p := range m.Parts {
+				switch p.Type {
+				case "tool-result":
+					h.results[p.ToolCallID] = true
+				case "tool-decision":
+					h.decided[p.ToolCallID] = true
+				}
+			}
+		}
+		return nil
+	})
+	return h, err
+}
+
+// unanswered drops from an answer the outputs and decisions the chat holds
+// already: the client's assistant message keeps what an earlier request
+// sent (a client tool's output while approvals were still open, or the
+// other way round).
+func (h historyFacts) unanswered(act aisdk.Action) aisdk.Action {
+	if act.Kind != aisdk.ActionAnswer {
+		return act
+	}
+	outs := act.Outputs[:0:0]
+	for _, o := range act.Outputs {
+		if !h.results[o.ToolCallID] {
+			outs = append(outs, o)
+		}
+	}
+	decs := act.Decisions[:0:0]
+	for _, d := range act.Decisions {
+		if !h.decided[d.ToolCallID] {
+			decs = append(decs, d)
+		}
+	}
+	act.Outputs, act.Decisions = outs, decs
+	return act
+}
+
+// aisdkStream answers GET /api/v1/ai-sdk/chat/{id}/stream (useChat's
+// resume): 204 when nothing runs, else the run in progress from its start.
+func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) error {
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	c, err := a.svc.GetChat(ctx, owner, id) // after subscribing: the end of the run is not missed
+	if err != nil {
+		return err
+	}
+	if c.Status != chat.Pending && c.Status != chat.Running {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	h, err := a.historyFacts(ctx, id)
+	if err != nil {
+		return err
+	}
+	from := h.lastUser
+	out := &aisdkWriter{sse: newSSE(w), m: aisdk.NewMapper("", clientTools(c))}
+	if err := out.start(); err != nil {
+		return nil
+	}
+	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: from, seq: map[int64]int{}})
+	return nil
+}
+
+// aisdkMessages answers GET /api/v1/ai-sdk/chat/{id}/messages: the chat as
+// the UIMessage list useChat is seeded with.
+func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string) error {
+	ctx := r.Context()
+	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	c, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	var history []chat.Message
+	if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+		history = append(history, m)
+		return nil
+	}); err != nil {
+		return err
+	}
+	var pending []chat.ToolCall
+	if c.RequiredAction != nil {
+		pending = c.RequiredAction.ToolCalls
+	}
+	running := c.Status == chat.Pending || c.Status == chat.Running
+	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running))
+	return nil
+}
+
+// clientTools returns the names of c's dynamic tools.
+func clientTools(c chat.Chat) map[string]bool {
+	names := make(map[string]bool, len(c.DynamicTools))
+	for _, t := range c.DynamicTools {
+		names[t.Name] = true
+	}
+	return names
+}
+
+// aisdkRequestError maps a refused request to its 400.
+func aisdkRequestError(err error) error {
+	var re *aisdk.RequestError
+	if errors.As(err, &re) {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Message: re.Error(),
+			Details: map[string]any{"field": re.Field}}
+	}
+	return err
+}
+
+// errRunEnded ends an AI SDK stream once its finish chunk is out.
+var errRunEnded = errors.New("the run ended")
+
+// aisdkWriter writes a chat stream's events as UI message chunks.
+type aisdkWriter struct {
+	sse *sse
+	m   *aisdk.Mapper
+}
+
+// start sends the headers of a UI message stream.
+func (s *aisdkWriter) start() error {
+	s.sse.w.Header().Set("X-Vercel-Ai-Ui-Message-Stream", "v1")
+	return s.sse.start()
+}
+
+func (s *aisdkWriter) event(kind string, data []byte) error {
+	chunks, err := s.m.Event(kind, data)
+	if err != nil {
+		return err
+	}
+	err = s.sse.write(func(w io.Writer) error {
+		for _, c := range chunks {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return err
+			}
+		}
+		if s.m.Done() {
+			_, err := io.WriteString(w, "data: [DONE]\n\n")
+			return err
+		}
+		return nil
+	})
+	if err == nil && s.m.Done() {
+		return errRunEnded
+	}
+	return err
+}
+
+func (s *aisdkWriter) eventID(kind, _ string, data []byte) error { return s.event(kind, data) }
+
+func (s *aisdkWriter) comment(text string) error { return s.sse.comment(text) }
