@@ -151,9 +151,9 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--approve selects the tools a new chat asks approval of; it does not go with --chat")}
 			}
 			f.urlGiven, f.tokenGiven = cmd.Flags().Changed("url"), cmd.Flags().Changed("token")
-			tools, err := parseTools(f.tools)
+			tools, err := parseTools(cmd.CommandPath(), f.tools)
 			if err != nil {
-				return &usageError{cmd: cmd.CommandPath(), err: err}
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -174,12 +174,12 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 }
 
 // parseTools reads the --tool declarations.
-func parseTools(specs []string) ([]client.DynamicTool, error) {
+func parseTools(cmdPath string, specs []string) ([]client.DynamicTool, error) {
 	var tools []client.DynamicTool
 	for _, spec := range specs {
 		name, rest, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || rest == "" {
-			return nil, fmt.Errorf("--tool %q: want NAME=FILE[:DESCRIPTION]", spec)
+			return nil, &usageError{cmd: cmdPath, err: fmt.Errorf("--tool %q: want NAME=FILE[:DESCRIPTION]", spec)}
 		}
 		file, desc := rest, ""
 		if _, err := os.Stat(rest); err != nil {
