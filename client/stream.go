@@ -29,6 +29,11 @@ const (
 	DeltaReasoning     = "reasoning-delta"
 	DeltaToolCallStart = "tool-call-start"
 	DeltaToolCallDelta = "tool-call-delta"
+	// DeltaToolProgress is a progress report of a server-side tool call in
+	// flight (an MCP server's notifications/progress); MessageID is the
+	// assistant message that made the call. It is not kept: a reconnection
+	// does not repeat it.
+	DeltaToolProgress = "tool-progress"
 )
 
 // ChatEvent is one event of a chat's stream; the fields of its Kind are set.
@@ -73,8 +78,14 @@ type Delta struct {
 	Type       string `json:"type"`
 	Text       string `json:"text,omitempty"`         // text, reasoning and argument deltas
 	Index      int    `json:"index"`                  // tool calls: position in the answer
-	ToolCallID string `json:"tool_call_id,omitempty"` // tool-call-start
-	ToolName   string `json:"tool_name,omitempty"`    // tool-call-start
+	ToolCallID string `json:"tool_call_id,omitempty"` // tool-call-start, tool-progress
+	ToolName   string `json:"tool_name,omitempty"`    // tool-call-start, tool-progress
+
+	// tool-progress: how far the call is, of Total (0 when unknown), and the
+	// tool's message, if any.
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
 }
 
 // RetryInfo is the payload of a retry event.
@@ -221,6 +232,12 @@ func (s *ChatStream) decode(raw sseEvent) (ev ChatEvent, ok bool, err error) {
 		delete(s.skip, body.Message.ID)
 		ev.Message = body.Message
 	case EventPart:
+		if body.Part != nil && body.Part.Type == DeltaToolProgress {
+			// The calling message is durable already, and a report is
+			// never repeated: it is neither behind the cursor nor counted.
+			ev.MessageID, ev.Part = body.MessageID, body.Part
+			return ev, true, nil
+		}
 		if body.Part == nil || body.MessageID <= s.cursor {
 			return ev, false, nil
 		}

@@ -324,3 +324,39 @@ func TestStreamEndsOnContext(t *testing.T) {
 		t.Errorf("Err = %v, want context.Canceled", err)
 	}
 }
+
+// TestStreamToolProgress: a server-side call's progress reports arrive,
+// with their numbers and message, though the message that made the call
+// was delivered before them.
+func TestStreamToolProgress(t *testing.T) {
+	t.Parallel()
+	progress := func(p int, msg string) string {
+		return fmt.Sprintf("event: part\ndata: {\"message_id\":7,\"part\":{\"type\":\"tool-progress\",\"tool_call_id\":\"call_1\",\"tool_name\":\"everything_slow\",\"progress\":%d,\"total\":10,\"message\":%q}}\n\n", p, msg)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 7\nevent: message\ndata: {\"message\":{\"id\":7,\"role\":\"assistant\",\"parts\":[{\"type\":\"tool_call\",\"tool_call_id\":\"call_1\",\"tool_name\":\"everything_slow\",\"args\":{}}]}}\n\n"+
+			progress(3, "step 3")+progress(6, "")+
+			"event: status\ndata: {\"status\":\"waiting\",\"chat\":{\"id\":\"c\",\"status\":\"waiting\"}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, "t")
+	st, err := c.Stream(testCtx(t), "c", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var reports []string
+	for _, ev := range until(t, events(st), statusIs(client.StatusWaiting)) {
+		if ev.Kind == client.EventPart && ev.Part.Type == client.DeltaToolProgress {
+			p := ev.Part
+			reports = append(reports, fmt.Sprintf("%d %s %s %g/%g %s", ev.MessageID, p.ToolCallID, p.ToolName, p.Progress, p.Total, p.Message))
+		}
+	}
+	want := "7 call_1 everything_slow 3/10 step 3;7 call_1 everything_slow 6/10 "
+	if got := strings.Join(reports, ";"); got != want {
+		t.Errorf("reports %q, want %q", got, want)
+	}
+}

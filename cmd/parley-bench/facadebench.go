@@ -60,7 +60,7 @@ func measureFacade(ctx context.Context, r *replica, n int, log *slog.Logger) (fa
 	cfg := config.Default()
 	cfg.Models = []config.Model{{Name: modelName, Provider: "openai", Model: "bench-model", BaseURL: fake.url, APIKeyEnv: "PARLEY_BENCH_FAKE_KEY"}}
 	cfg.DefaultModel = modelName
-	cat, err := catalog.New(&cfg, func(string) string { return "bench-key" })
+	cat, err := catalog.New(&cfg, func(string) string { return "bench-key" }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return res, fmt.Errorf("models: %w", err)
 	}

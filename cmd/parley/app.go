@@ -16,6 +16,7 @@ type app struct {
 	log            *slog.Logger
 	level          *slog.LevelVar // the logger's level, set from the configuration
 	flags          config.Overrides
+	prog           string // how the person started parley, for suggested commands (progName)
 }
 
 // loadConfig reads the configuration once (defaults, file, environment,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	neturl "net/url"
 	"os"
 	"os/signal"
@@ -151,9 +152,9 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--approve selects the tools a new chat asks approval of; it does not go with --chat")}
 			}
 			f.urlGiven, f.tokenGiven = cmd.Flags().Changed("url"), cmd.Flags().Changed("token")
-			tools, err := parseTools(f.tools)
+			tools, err := parseTools(cmd.CommandPath(), f.tools)
 			if err != nil {
-				return &usageError{cmd: cmd.CommandPath(), err: err}
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -174,12 +175,12 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 }
 
 // parseTools reads the --tool declarations.
-func parseTools(specs []string) ([]client.DynamicTool, error) {
+func parseTools(cmdPath string, specs []string) ([]client.DynamicTool, error) {
 	var tools []client.DynamicTool
 	for _, spec := range specs {
 		name, rest, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || rest == "" {
-			return nil, fmt.Errorf("--tool %q: want NAME=FILE[:DESCRIPTION]", spec)
+			return nil, &usageError{cmd: cmdPath, err: fmt.Errorf("--tool %q: want NAME=FILE[:DESCRIPTION]", spec)}
 		}
 		file, desc := rest, ""
 		if _, err := os.Stat(rest); err != nil {
@@ -201,26 +202,47 @@ func parseTools(specs []string) ([]client.DynamicTool, error) {
 
 // serverAccess resolves the server's URL and the token: flags, then the
 // environment, then the defaults (the admin token file of the data dir).
-// fromDataDir tells that the token came from the data dir.
-func serverAccess(a *app, f chatFlags) (url, token string, fromDataDir bool, err error) {
+// tokenFile is the file the token was read from, "" when it was given.
+func serverAccess(a *app, f chatFlags) (url, token, tokenFile string, err error) {
 	url, err = serverURL(f, a.getenv("PARLEY_URL"))
 	if err != nil {
-		return "", "", false, err
+		return "", "", "", err
 	}
 	token = first(f.token, a.getenv("PARLEY_TOKEN"))
 	if token != "" {
-		return url, token, false, nil
+		return url, token, "", nil
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
-		return "", "", false, err
+		return "", "", "", err
 	}
 	path := filepath.Join(cfg.DataDir, adminTokenFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", "", false, fmt.Errorf("no token: pass --token, set PARLEY_TOKEN, or run where the server's data dir is (%w)", err)
+		return "", "", "", fmt.Errorf("no token: pass --token, set PARLEY_TOKEN, or run where the server's data dir is (%w)", err)
 	}
-	return url, strings.TrimSpace(string(b)), true, nil
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return url, strings.TrimSpace(string(b)), path, nil
+}
+
+// explainUnauthorized says, when the server refused the token (401), which
+// token it was (its file, or the flag or variable that gave it: never the
+// token) and how to give another.
+func explainUnauthorized(err error, f chatFlags, tokenFile string) error {
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
+		return err
+	}
+	from := "the token of PARLEY_TOKEN"
+	switch {
+	case tokenFile != "":
+		from = "the token read from " + tokenFile
+	case f.tokenGiven:
+		from = "the token of --token"
+	}
+	return fmt.Errorf("%w\nthe server refused %s: pass another with --token (or PARLEY_TOKEN), or point --data-dir at the data dir of the server you talk to", err, from)
 }
 
 // serverURL is the server's URL: --url, else env (PARLEY_URL), else the
@@ -300,7 +322,7 @@ func shellQuote(s string) string {
 // runChat runs the session: the first message (argv, or asked for), then
 // more when interactive.
 func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicTool, argv []string) (err error) {
-	url, token, fromDataDir, err := serverAccess(a, f)
+	url, token, tokenFile, err := serverAccess(a, f)
 	if err != nil {
 		return err
 	}
@@ -324,10 +346,10 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 			s.stream.Close()
 		}
 		if s.chatID != "" {
-			fmt.Fprintf(s.info, "continue it with: parley chat --chat %s%s\n", s.chatID, continueFlags(a, f, url, fromDataDir))
+			fmt.Fprintf(s.info, "continue it with: %s chat --chat %s%s\n", a.prog, s.chatID, continueFlags(a, f, url, tokenFile != ""))
 		}
 		if err != nil {
-			err = explainConnError(err, url)
+			err = explainUnauthorized(explainConnError(err, url), f, tokenFile)
 		}
 	}()
 	interactive := len(argv) == 0

@@ -172,9 +172,11 @@ func (s *chatSession) turn(ctx context.Context, anyIdle bool) error {
 				s.busy("the model is working")
 			case client.StatusRequiresAction:
 				if ra := ev.Chat.RequiredAction; ra != nil {
+					label := waitingLabel(ra.ToolCalls, s.asked, s.answered)
 					if err := s.answerCalls(ctx, ra.ToolCalls, ra.Deadline); err != nil {
 						return err
 					}
+					s.waitFor(label)
 				}
 			}
 			// An Initial status (a new connection) was read after the
@@ -190,14 +192,20 @@ func (s *chatSession) turn(ctx context.Context, anyIdle bool) error {
 			}
 			s.show(m)
 		case client.EventPart:
+			if ev.Part.Type == client.DeltaToolProgress {
+				s.busy(progressLabel(*ev.Part))
+				continue
+			}
 			if ev.Part.Type == client.DeltaText && !s.printed[ev.MessageID] {
 				s.write(ev.Part.Text)
 				s.streamed[ev.MessageID] = true
 			}
 		case client.EventActionRequired:
+			label := waitingLabel(ev.ToolCalls, s.asked, s.answered)
 			if err := s.answerCalls(ctx, ev.ToolCalls, ev.Deadline); err != nil {
 				return err
 			}
+			s.waitFor(label)
 		case client.EventRetry:
 			s.endLine()
 			fmt.Fprintf(s.info, "(the model call failed: %s; retry %d in %dms)\n", ev.Retry.Error, ev.Retry.Attempt, ev.Retry.DelayMS)
@@ -307,6 +315,64 @@ func shortResult(raw json.RawMessage) string {
 		text = string(r[:shortResultRunes]) + "…"
 	}
 	return text
+}
+
+// waitFor shows label (from waitingLabel, taken before the calls were
+// asked about), if any.
+func (s *chatSession) waitFor(label string) {
+	if label != "" {
+		s.busy(label)
+	}
+}
+
+// waitingLabel is what the chat waits for when every one of its calls was
+// asked about here already (what is left is for someone else: a decision
+// on a call that needs approval, in another client or the web UI, or a
+// tool's result), or "" when a call is still to be asked about here.
+func waitingLabel(calls []client.ToolCall, asked, answered map[string]bool) string {
+	approval, result := false, false
+	for _, c := range calls {
+		switch {
+		case !asked[c.ToolCallID]:
+			return ""
+		case answered[c.ToolCallID]:
+		case c.NeedsApproval():
+			approval = true
+		default:
+			result = true
+		}
+	}
+	switch {
+	case approval:
+		return "waiting for approval"
+	case result:
+		return "waiting for tool results"
+	}
+	return ""
+}
+
+// progressLabel is a server-side call's progress report, for the status
+// line: "everything_slow: step 3 (3/10)", or a percentage when the total is
+// 1 (a fraction), or the bare count when it is unknown.
+func progressLabel(p client.Delta) string {
+	var amount string
+	switch {
+	case p.Total == 1:
+		amount = fmt.Sprintf("%.0f%%", p.Progress*100)
+	case p.Total > 0:
+		amount = fmt.Sprintf("%g/%g", p.Progress, p.Total)
+	case p.Progress > 0:
+		amount = fmt.Sprintf("%g", p.Progress)
+	}
+	switch {
+	case p.Message != "" && amount != "":
+		return fmt.Sprintf("%s: %s (%s)", p.ToolName, p.Message, amount)
+	case p.Message != "":
+		return p.ToolName + ": " + p.Message
+	case amount != "":
+		return p.ToolName + ": " + amount
+	}
+	return "calling " + p.ToolName
 }
 
 // busy shows that the chat is at work, unless an answer's line is open.

@@ -136,7 +136,7 @@ func TestChatCommand(t *testing.T) {
 		{"unknown chat", []string{"chat", "--url", s.url, "--token", s.token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
 		{"tool with chat", []string{"chat", "--token", "t", "--chat", "x", "--tool", "a=" + schema, "hi"}, 2, "--tool"},
 		{"tool without file", []string{"chat", "--token", "t", "--tool", "get_weather", "hi"}, 2, "NAME=FILE"},
-		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 2, "nope.json"},
+		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 1, "nope.json"},
 		{"tool schema refused", []string{"chat", "--url", s.url, "--token", s.token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
 	}
 	for _, f := range failures {

@@ -11,19 +11,34 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr, os.Getenv))
 }
 
-// run executes the command line args and returns the process exit code: 0 on
-// success, 2 for a usage error, 1 for any other failure. The one logger of
-// the process is made here and handed to every command.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+// progName is how the person started parley, for the commands it suggests:
+// "go run ./cmd/parley" when arg0 is a binary go run built (in a go-build
+// directory of the temporary directory), else "parley".
+func progName(arg0 string) string {
+	dir := filepath.Dir(arg0)
+	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
+		return "go run ./cmd/parley"
+	}
+	return "parley"
+}
+
+// run executes the command line argv (the program, then its arguments) and
+// returns the process exit code: 0 on success, 2 for a usage error, 1 for
+// any other failure. The one logger of the process is made here and handed
+// to every command.
+func run(ctx context.Context, argv []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	level := new(slog.LevelVar)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, log: log, level: level}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, log: log, level: level, prog: progName(argv[0])}
+	args := argv[1:]
 
 	root := newRootCmd(a)
 	root.SetArgs(args)

@@ -94,6 +94,23 @@ func TestServeWithMCPServers(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
 	}
+	// One log line per connection, and one per failed first attempt.
+	var connected, missing []string
+	for _, l := range strings.Split(s.stderr.String(), "\n") {
+		low := strings.ToLower(l)
+		if strings.Contains(low, "server connected") {
+			connected = append(connected, l)
+		}
+		if strings.Contains(l, "missing") && strings.Contains(low, "connect") {
+			missing = append(missing, l)
+		}
+	}
+	if len(connected) != 1 || !strings.Contains(connected[0], `msg="mcp server connected"`) || !strings.Contains(connected[0], "mcp_server=everything") {
+		t.Errorf("log lines of everything's connection:\n%s", strings.Join(connected, "\n"))
+	}
+	if len(missing) != 1 {
+		t.Errorf("log lines of missing's failed start:\n%s", strings.Join(missing, "\n"))
+	}
 	for _, pid := range children {
 		deadline := time.Now().Add(10 * time.Second)
 		for running(pid) {

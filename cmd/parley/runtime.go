@@ -117,15 +117,15 @@ func addMCPServers(reg *tools.Registry, servers []config.MCPServer, log *slog.Lo
 			wait = mcp.DefaultConnectTimeout
 		}
 		wg.Go(func() {
-			// The first attempt is bounded by the connect timeout; this
-			// wait only guards the start against a stuck attempt.
+			// The source logs how its attempts end. The start waits no
+			// longer than one connect timeout: a stdio command's first
+			// start may take minutes (a package download), and its tools
+			// are added when it connects.
 			ctx, cancel := context.WithTimeout(context.Background(), wait+time.Second)
 			defer cancel()
-			if err := srcs[i].WaitConnected(ctx); err != nil {
-				log.Warn("MCP server not connected; its tools are absent until it is", "source", sc.Name, "err", err)
-				return
+			if err := srcs[i].WaitConnected(ctx); err != nil && ctx.Err() != nil {
+				opts.Logger.Info("mcp server: still starting; serving without its tools until it connects", "mcp_server", sc.Name)
 			}
-			log.Info("MCP server connected", "source", sc.Name)
 		})
 	}
 	wg.Wait()
@@ -147,6 +147,7 @@ func mcpConfig(sc config.MCPServer) mcp.Config {
 		URL: sc.URL, Headers: sc.Headers, BearerToken: sc.BearerToken,
 		Allow: sc.Allow, Deny: sc.Deny, MaxConcurrency: sc.MaxConcurrency,
 		CallTimeout: time.Duration(sc.CallTimeout), ConnectTimeout: time.Duration(sc.ConnectTimeout),
+		FirstConnectTimeout: time.Duration(sc.FirstConnectTimeout),
 	}
 }
 

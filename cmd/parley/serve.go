@@ -96,7 +96,7 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 		return err
 	}
 	defer toolReg.Close()
-	models, err := catalog.New(cfg, a.getenv)
+	models, err := catalog.New(cfg, a.getenv, a.log)
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
 	}

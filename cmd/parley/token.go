@@ -51,7 +51,7 @@ Owner names are 1-63 characters: lower-case letters, digits, "_", "." and
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--owner is required")}
 			}
 			if err := auth.ValidOwner(owner); err != nil {
-				return &usageError{cmd: cmd.CommandPath(), err: err}
+				return fmt.Errorf("--owner: %w", err) // a wrong value, not a wrong command line: exit 1
 			}
 			db, err := a.openDatabase(cmd.Context())
 			if err != nil {

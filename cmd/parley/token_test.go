@@ -68,7 +68,8 @@ func TestTokenCommands(t *testing.T) {
 		{"revoke unknown id", []string{"token", "revoke", "nosuchid"}, 1, `no token with id "nosuchid"`},
 		{"revoke without id", []string{"token", "revoke"}, 2, "arg"},
 		{"create without owner", []string{"token", "create"}, 2, "--owner is required"},
-		{"create with a bad owner", []string{"token", "create", "--owner", "Bob Smith"}, 2, "Bob Smith"},
+		{"create with a bad owner", []string{"token", "create", "--owner", "Bob Smith"}, 1, "Bob Smith"},
+		{"create with a capital", []string{"token", "create", "--owner", "Alice"}, 1, `--owner: owner "Alice" must match`},
 	}
 	for _, f := range failures {
 		r := runParley(t, dir, env, f.args...)

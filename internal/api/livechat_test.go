@@ -50,7 +50,7 @@ func newLive(t *testing.T, fake *llmtest.OpenAIChat, opts ...func(*setup)) *serv
 // pending. tune, if any, changes the engine's settings first.
 func runEngine(t *testing.T, s *server, tune ...func(*engine.Config)) {
 	t.Helper()
-	models, err := catalog.New(s.cfg, func(string) string { return "test-key" })
+	models, err := catalog.New(s.cfg, func(string) string { return "test-key" }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

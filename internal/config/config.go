@@ -208,7 +208,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (like 90s or 10m): %w", n.Line, n.Value, err)
+		return &valueError{node: n, msg: fmt.Sprintf("%q is not a duration (like 90s or 10m)", n.Value)}
 	}
 	*d = Duration(v)
 	return nil

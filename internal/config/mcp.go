@@ -26,6 +26,9 @@ type MCPServer struct {
 	MaxConcurrency int      `yaml:"max_concurrency"` // calls of one step in flight at once
 	CallTimeout    Duration `yaml:"call_timeout"`
 	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// FirstConnectTimeout bounds a stdio server's first connection attempt,
+	// which may download a package.
+	FirstConnectTimeout Duration `yaml:"first_connect_timeout"`
 	// Approval is the approval policy of the server's tools (never when
 	// empty) unless a tools.approval rule matches.
 	Approval string `yaml:"approval"`
@@ -120,8 +123,11 @@ func (s *MCPServer) resolve(getenv func(string) string) error {
 			return fmt.Errorf("allow/deny glob %q is malformed (want a pattern like \"search_*\")", g)
 		}
 	}
-	if s.MaxConcurrency < 0 || s.CallTimeout < 0 || s.ConnectTimeout < 0 {
-		return fmt.Errorf("max_concurrency, call_timeout and connect_timeout must not be negative")
+	if s.MaxConcurrency < 0 || s.CallTimeout < 0 || s.ConnectTimeout < 0 || s.FirstConnectTimeout < 0 {
+		return fmt.Errorf("max_concurrency, call_timeout, connect_timeout and first_connect_timeout must not be negative")
+	}
+	if s.FirstConnectTimeout != 0 && s.URL != "" {
+		return fmt.Errorf("first_connect_timeout applies to command servers only")
 	}
 	if err := checkApproval(s.Approval, true); err != nil {
 		return err

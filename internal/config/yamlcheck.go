@@ -20,7 +20,7 @@ import (
 func decodeFile(raw []byte, cfg *Config) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, err
+		return nil, syntaxError(raw, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, nil // empty, or comments only
@@ -33,7 +33,7 @@ func decodeFile(raw []byte, cfg *Config) (*yaml.Node, error) {
 		if errors.As(err, &te) { // one line, without "yaml: unmarshal errors:"
 			return nil, errors.New(strings.Join(te.Errors, "; "))
 		}
-		return nil, err
+		return nil, locate(doc.Content[0], err)
 	}
 	return doc.Content[0], nil
 }

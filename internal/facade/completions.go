@@ -21,9 +21,6 @@ const (
 	labelConversation = "conversation"
 )
 
-// maxBody bounds a request body.
-const maxBody = 32 << 20
-
 // target is the chat a request runs: where its run starts, and the write
 // that starts it.
 type target struct {
@@ -38,7 +35,7 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if err := f.readRequest(w, r, &req); err != nil {
 		return err
 	}
-	cv, err := req.conversation()
+	cv, err := req.conversation(f.cfg.Limits.MaxMessageBytes)
 	if err != nil {
 		return err
 	}

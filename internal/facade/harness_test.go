@@ -172,7 +172,7 @@ func (r *replica) post(tok, path, body string) (int, map[string]any) {
 // woken by pubsub only (the poll interval is an hour).
 func (r *replica) runEngine() {
 	t := r.t
-	models, err := catalog.New(r.cfg, func(string) string { return "test-key" })
+	models, err := catalog.New(r.cfg, func(string) string { return "test-key" }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,8 +127,10 @@ func (r *completionRequest) dynamicTools() ([]chat.DynamicTool, error) {
 
 // conversation maps the request's messages. It checks what is the
 // request's own business (roles, shapes, that tool messages follow an
-// assistant message's calls); the service checks the rest of the history.
-func (r *completionRequest) conversation() (conversation, error) {
+// assistant message's calls, that no user message's text is over
+// maxMessageBytes, naming the message); the service checks the rest of the
+// history.
+func (r *completionRequest) conversation(maxMessageBytes int) (conversation, error) {
 	var cv conversation
 	if len(r.Messages) == 0 {
 		return cv, invalid("messages", "must hold at least one message")
@@ -149,6 +151,9 @@ func (r *completionRequest) conversation() (conversation, error) {
 			text, err := contentText(m.Content, param+".content", false)
 			if err != nil {
 				return cv, err
+			}
+			if len(text) > maxMessageBytes {
+				return cv, invalid(param+".content", "is %d bytes, at most %d allowed (limits.max_message_bytes)", len(text), maxMessageBytes)
 			}
 			cv.History = append(cv.History, chat.Message{Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(text)}})
 		case "assistant":

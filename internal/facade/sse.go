@@ -2,6 +2,8 @@ package facade
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -19,14 +21,20 @@ type requestBody interface {
 func (r *completionRequest) model() string { return r.Model }
 func (r *responsesRequest) model() string  { return r.Model }
 
-// readRequest decodes a request body (at most maxBody), checks it, and
-// checks that its model is configured, answering in OpenAI's error shape.
+// readRequest decodes a request body (at most limits.max_body_bytes, as in
+// parley's own API: 413 beyond), checks it, and checks that its model is
+// configured, answering in OpenAI's error shape.
 // The body is held to what parley's API takes (jsonscan): nested at most
 // jsonscan.MaxDepth deep, no string holding U+0000, whichever database
 // stores it.
 func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req requestBody) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.Limits.MaxBodyBytes))
 	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "body_too_large",
+				Message: fmt.Sprintf("The request body is larger than %d bytes (limits.max_body_bytes).", tooBig.Limit)}
+		}
 		return invalid("", "the request body could not be read: %v", err)
 	}
 	tooDeep, nul := jsonscan.Scan(body)

@@ -60,7 +60,7 @@ func (s *Source) run() {
 		if !s.sleep(s.backoff(failures)) {
 			return
 		}
-		sess, err := s.connect()
+		sess, err := s.connect(first)
 		if s.ctx.Err() != nil {
 			if sess != nil {
 				_ = s.drop(sess)
@@ -120,10 +120,20 @@ func serverName(res *mcp.InitializeResult) string {
 }
 
 // connect makes one connection attempt, bounded by ConnectTimeout: start the
-// transport, initialize, list the tools.
-func (s *Source) connect() (*session, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
+// transport, initialize, list the tools. The first attempt of a stdio server
+// is bounded by FirstConnectTimeout instead, and says in the log when it
+// takes longer than ConnectTimeout.
+func (s *Source) connect(first bool) (*session, error) {
+	timeout := s.connectTimeout(first)
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
+	if timeout > s.cfg.ConnectTimeout {
+		waiting := time.AfterFunc(s.cfg.ConnectTimeout, func() {
+			s.log.Info("mcp server: waiting for the command to start (a first start may download a package)",
+				"waited", s.cfg.ConnectTimeout, "up_to", timeout)
+		})
+		defer waiting.Stop()
+	}
 	resps := newResponses()
 	t, stderr, err := s.transport(resps)
 	if err != nil {
@@ -138,7 +148,7 @@ func (s *Source) connect() (*session, error) {
 		if kept.conn != nil {
 			_ = kept.conn.Close()
 		}
-		return nil, s.connectError(err, ctx, stderr)
+		return nil, s.connectError(err, ctx, timeout, stderr)
 	}
 	sess := newSession(cs, stderr)
 	s.mu.Lock()
@@ -147,17 +157,25 @@ func (s *Source) connect() (*session, error) {
 	cat, err := s.listTools(ctx, sess)
 	if err != nil {
 		_ = s.drop(sess)
-		return nil, s.connectError(fmt.Errorf("list tools: %w", err), ctx, stderr)
+		return nil, s.connectError(fmt.Errorf("list tools: %w", err), ctx, timeout, stderr)
 	}
 	sess.catalog.Store(cat)
 	return sess, nil
 }
 
+// connectTimeout is the time one connection attempt is given.
+func (s *Source) connectTimeout(first bool) time.Duration {
+	if first && len(s.cfg.Command) > 0 {
+		return s.cfg.FirstConnectTimeout
+	}
+	return s.cfg.ConnectTimeout
+}
+
 // connectError names a failed attempt's cause, in the caller's terms when
 // it ran out of time.
-func (s *Source) connectError(err error, ctx context.Context, stderr *stderrLog) error {
+func (s *Source) connectError(err error, ctx context.Context, timeout time.Duration, stderr *stderrLog) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("no answer within %v: %w", s.cfg.ConnectTimeout, err)
+		err = fmt.Errorf("no answer within %v: %w", timeout, err)
 	}
 	if tail := stderr.tail(); tail != "" {
 		err = fmt.Errorf("%w (stderr: %s)", err, tail)

@@ -98,6 +98,12 @@ type Config struct {
 	MaxConcurrency int           // calls of one batch in flight at once (default 32)
 	CallTimeout    time.Duration // one tools/call (default 60s)
 	ConnectTimeout time.Duration // one connection attempt, initialize and tools/list included (default 10s)
+
+	// FirstConnectTimeout bounds, instead of ConnectTimeout, the first
+	// connection attempt of a stdio server: its command may first have to
+	// fetch a package (npx, uvx), and killing it part way would leave a
+	// half-installed cache behind (default 5m).
+	FirstConnectTimeout time.Duration
 }
 
 // Defaults of Config and Options.
@@ -105,8 +111,11 @@ const (
 	DefaultMaxConcurrency = 32
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
-	DefaultMinBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff     = 30 * time.Second
+	// DefaultFirstConnectTimeout leaves a first start the time a package
+	// download takes.
+	DefaultFirstConnectTimeout = 5 * time.Minute
+	DefaultMinBackoff          = 500 * time.Millisecond
+	DefaultMaxBackoff          = 30 * time.Second
 )
 
 // terminateDuration is how long closing a stdio session waits for the child
@@ -149,6 +158,11 @@ func (c Config) withDefaults() Config {
 	if c.ConnectTimeout <= 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
+	if c.FirstConnectTimeout <= 0 {
+		c.FirstConnectTimeout = DefaultFirstConnectTimeout
+	}
+	// A first attempt is never given less time than any other.
+	c.FirstConnectTimeout = max(c.FirstConnectTimeout, c.ConnectTimeout)
 	return c
 }
 

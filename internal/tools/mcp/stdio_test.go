@@ -26,6 +26,13 @@ import (
 // "parent" is a parley of its own (see runParent).
 const childEnv = "PARLEY_MCP_TEST_CHILD"
 
+// gateEnv and gateStartsEnv are, in mode "gate", the named pipe the child
+// waits on before serving and the file it appends a line to at each start.
+const (
+	gateEnv       = "PARLEY_MCP_TEST_GATE"
+	gateStartsEnv = "PARLEY_MCP_TEST_GATE_STARTS"
+)
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		runChild(mode)
@@ -50,6 +57,22 @@ func runChild(mode string) {
 	case "parent":
 		runParent()
 		return
+	case "gate":
+		// A server whose command takes a while to start answering, as npx
+		// does while it downloads a package: it counts its start, then
+		// waits until the test writes to the gate (a named pipe).
+		f, err := os.OpenFile(os.Getenv(gateStartsEnv), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err == nil {
+			_, err = f.WriteString("start\n")
+			f.Close()
+		}
+		if err == nil {
+			_, err = os.ReadFile(os.Getenv(gateEnv))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	fmt.Fprintln(os.Stderr, "test server starting")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
@@ -272,5 +295,55 @@ func TestRepeatedConnectErrorIsLoggedOnce(t *testing.T) {
 	eventually(t, "three more attempts", func() bool { return h.get("DEBUG mcp server: connect failed again") >= 3 })
 	if n := h.get("WARN mcp server: connect failed; retrying"); n != 1 {
 		t.Fatalf("%d warnings", n)
+	}
+}
+
+// A stdio command that starts answering only long after connect_timeout (a
+// package download on a first start) connects on its first attempt, and the
+// log says parley is waiting for it.
+func TestFirstConnectWaitsForTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	gate, starts := dir+"/gate", dir+"/starts"
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &recordHandler{count: map[string]int{}}
+	opts := fastOptions(t)
+	opts.Logger = slog.New(h)
+	s := Open(Config{
+		Name:    "c",
+		Command: []string{os.Args[0], "-test.run=^$"},
+		Env:     map[string]string{childEnv: "gate", gateEnv: gate, gateStartsEnv: starts},
+		// Far apart, so that the command is still held at the gate when
+		// connect_timeout has passed, however slow the machine.
+		ConnectTimeout:      500 * time.Millisecond,
+		FirstConnectTimeout: time.Minute,
+	}, opts)
+	defer s.Close()
+
+	// The log line comes once connect_timeout has passed without an answer.
+	eventually(t, "the waiting log line", func() bool {
+		return h.get("INFO mcp server: waiting for the command to start (a first start may download a package)") == 1
+	})
+	if st := s.Status(); st.State != tool.StateConnecting {
+		t.Fatalf("status while waiting: %+v", st)
+	}
+	if err := os.WriteFile(gate, []byte("go"), 0o600); err != nil { // opens the gate
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.WaitConnected(ctx); err != nil {
+		t.Fatalf("the first attempt failed: %v", err)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "start"); n != 1 {
+		t.Errorf("the command was started %d times, want once", n)
+	}
+	if n := len(mustTools(t, s)); n == 0 {
+		t.Error("no tools after connecting")
 	}
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/client"
+)
+
+// TestChatUnauthorizedHint: a token the server refuses is named by where it
+// came from (the admin.token file's path, or the flag or variable), never by
+// its value, with how to give another.
+func TestChatUnauthorizedHint(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, t.TempDir(), nil)
+
+	stale := t.TempDir() // an older server's data dir, in the current directory
+	tokenFile := filepath.Join(stale, "parley-data", "admin.token")
+	if err := os.MkdirAll(filepath.Dir(tokenFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const staleToken = "prl_stale0000000000000000000000000000000000000000"
+	if err := os.WriteFile(tokenFile, []byte(staleToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		dir    string
+		env    []string
+		args   []string
+		secret string
+		want   string
+	}{
+		{"admin.token file", stale, nil, []string{"chat", "--url", s.url, "hi"}, staleToken,
+			"the server refused the token read from " + tokenFile + ": pass another with --token (or PARLEY_TOKEN), or point --data-dir at the data dir of the server you talk to"},
+		{"flag", stale, nil, []string{"chat", "--url", s.url, "--token", "prl_flag000", "hi"}, "prl_flag000",
+			"the server refused the token of --token: "},
+		{"variable", stale, []string{"PARLEY_TOKEN=prl_env000"}, []string{"chat", "--url", s.url, "hi"}, "prl_env000",
+			"the server refused the token of PARLEY_TOKEN: "},
+	}
+	for _, c := range cases {
+		r := runParley(t, c.dir, c.env, c.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q, want it to say %q", c.name, r.code, r.stderr, c.want)
+		}
+		if strings.Contains(r.stderr, c.secret) {
+			t.Errorf("%s: stderr shows the token: %q", c.name, r.stderr)
+		}
+	}
+}
+
+// TestProgName: the command a hint suggests is how parley was started.
+func TestProgName(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"/tmp/go-build2381234567/b001/exe/parley": "go run ./cmd/parley",
+		"/var/tmp/go-build99/b001/exe/parley":     "go run ./cmd/parley",
+		"/usr/local/bin/parley":                   "parley",
+		"parley":                                  "parley",
+		"./parley":                                "parley",
+		"/home/me/exe/parley":                     "parley",
+	} {
+		if got := progName(arg0); got != want {
+			t.Errorf("progName(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
+
+// TestChatStatusLabels: the status line says what the chat waits for once
+// this session has asked about every call, and shows a call's progress.
+func TestChatStatusLabels(t *testing.T) {
+	approval := client.ToolCall{ToolCallID: "a", ToolName: "http_fetch", Kind: client.ActionApproval}
+	result := client.ToolCall{ToolCallID: "r", ToolName: "get_weather"}
+	for _, c := range []struct {
+		name            string
+		calls           []client.ToolCall
+		asked, answered map[string]bool
+		want            string
+	}{
+		{"approval to ask here", []client.ToolCall{approval}, nil, nil, ""},
+		{"approval asked, not decided", []client.ToolCall{approval}, map[string]bool{"a": true}, nil, "waiting for approval"},
+		{"result asked", []client.ToolCall{result}, map[string]bool{"r": true}, nil, "waiting for tool results"},
+		{"both asked", []client.ToolCall{result, approval}, map[string]bool{"a": true, "r": true}, nil, "waiting for approval"},
+		{"one still to ask", []client.ToolCall{result, approval}, map[string]bool{"a": true}, nil, ""},
+		{"all answered", []client.ToolCall{result}, map[string]bool{"r": true}, map[string]bool{"r": true}, ""},
+	} {
+		if got := waitingLabel(c.calls, c.asked, c.answered); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		p    client.Delta
+		want string
+	}{
+		{client.Delta{ToolName: "everything_slow", Progress: 3, Total: 10, Message: "step 3"}, "everything_slow: step 3 (3/10)"},
+		{client.Delta{ToolName: "everything_slow", Progress: 0.25, Total: 1}, "everything_slow: 25%"},
+		{client.Delta{ToolName: "everything_slow", Progress: 7}, "everything_slow: 7"},
+		{client.Delta{ToolName: "everything_slow", Message: "starting"}, "everything_slow: starting"},
+		{client.Delta{ToolName: "everything_slow"}, "calling everything_slow"},
+	} {
+		if got := progressLabel(c.p); got != c.want {
+			t.Errorf("progressLabel(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
