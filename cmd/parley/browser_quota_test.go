@@ -49,6 +49,7 @@ func TestBrowserBudget(t *testing.T) {
 	}
 
 	// A new message is refused in words, and nothing is stored.
+	b.allow(`status of 429 .*/messages`)
 	before := b.count("#messages li.msg")
 	b.typeInto("#composer-input", "and now?\r")
 	b.waitText("the refusal is shown in words", "#composer-error",

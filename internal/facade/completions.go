@@ -59,10 +59,6 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	return nil
 }
 
-// kindSpendLimit is the kind of a chat's error when the owner's spend or
-// token budget stopped its run.
-const kindSpendLimit = "spend_limit"
-
 // runFailed is the error of a run that ended its chat in error: a 429 when
 // the provider's rate limit stopped it (after parley's own retries), so
 // the client backs off; OpenAI's 429 insufficient_quota when the owner's
@@ -76,7 +72,7 @@ func runFailed(c chat.Chat) *apiError {
 	if c.LastError != nil && c.LastError.HTTPStatus == http.StatusTooManyRequests {
 		return &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "rate_limit_exceeded", Message: msg}
 	}
-	if c.LastError != nil && c.LastError.Kind == kindSpendLimit {
+	if c.LastError != nil && c.LastError.Kind == chat.KindSpendLimit {
 		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: "insufficient_quota", NoRetry: true, Message: msg}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed", Message: msg}
