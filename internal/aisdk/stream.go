@@ -253,31 +253,29 @@ func (m *Mapper) partID(kind string) string {
 	return fmt.Sprintf("%s-%d-%d", kind, m.step, m.parts)
 }
 
+// streamPart emits a delta of a text or reasoning part (kind, its open id
+// in cur): it ends the other kind's open part first, and starts its own
+// when none is open.
+func (m *Mapper) streamPart(emit func(Chunk), msgID int64, kind string, cur *string, otherKind string, other *string, text string) {
+	if *other != "" {
+		emit(Chunk{"type": otherKind + "-end", "id": *other})
+		*other = ""
+	}
+	if *cur == "" {
+		*cur = m.partID(kind)
+		emit(Chunk{"type": kind + "-start", "id": *cur})
+	}
+	m.streamed[msgID] = true
+	emit(Chunk{"type": kind + "-delta", "id": *cur, "delta": text})
+}
+
 func (m *Mapper) delta(emit func(Chunk), msgID int64, d events.Delta) {
 	m.openStep(emit, msgID)
 	switch d.Type {
 	case events.DeltaText:
-		if m.reasoning != "" {
-			emit(Chunk{"type": "reasoning-end", "id": m.reasoning})
-			m.reasoning = ""
-		}
-		if m.text == "" {
-			m.text = m.partID("text")
-			emit(Chunk{"type": "text-start", "id": m.text})
-		}
-		m.streamed[msgID] = true
-		emit(Chunk{"type": "text-delta", "id": m.text, "delta": d.Text})
+		m.streamPart(emit, msgID, "text", &m.text, "reasoning", &m.reasoning, d.Text)
 	case events.DeltaReasoning:
-		if m.text != "" {
-			emit(Chunk{"type": "text-end", "id": m.text})
-			m.text = ""
-		}
-		if m.reasoning == "" {
-			m.reasoning = m.partID("reasoning")
-			emit(Chunk{"type": "reasoning-start", "id": m.reasoning})
-		}
-		m.streamed[msgID] = true
-		emit(Chunk{"type": "reasoning-delta", "id": m.reasoning, "delta": d.Text})
+		m.streamPart(emit, msgID, "reasoning", &m.reasoning, "text", &m.text, d.Text)
 	case events.DeltaToolCallStart:
 		m.closeParts(emit)
 		m.calls[d.Index] = d.ToolCallID
