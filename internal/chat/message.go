@@ -50,6 +50,11 @@ const (
 	// messages (ForModel). It is the only part of its message, an
 	// assistant message that carries the summarising call's usage.
 	PartCompaction = "compaction"
+	// PartFile is a file the person attached (an image, a PDF, a text
+	// file): FileID names the owner's stored file, with its MediaType and
+	// Name; URL instead names an image on the web that the provider fetches
+	// (parley never does).
+	PartFile = "file"
 )
 
 // Where a compaction came from (Part.Source).
@@ -83,6 +88,14 @@ type Part struct {
 	TokensBefore     int64  `json:"tokens_before,omitempty"`
 	ContextWindow    int64  `json:"context_window,omitempty"`
 	ThroughMessageID int64  `json:"through_message_id,omitempty"`
+
+	// A file part's fields (PartFile). Data holds the file's bytes while a
+	// model call is built; it is never stored or sent to API clients.
+	FileID    string `json:"file_id,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Name      string `json:"name,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Data      []byte `json:"-"`
 }
 
 // Decision is who decided what of a call that needed approval.

@@ -317,6 +317,19 @@ type Token struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
+// File is an uploaded file's metadata. Its bytes are stored once per owner
+// and sha256; Deleted files stay readable through the messages that use them.
+type File struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"-"`
+	Name      string    `json:"name"`
+	MediaType string    `json:"media_type"`
+	Size      int64     `json:"size"`
+	SHA256    string    `json:"sha256"` // hex
+	CreatedAt time.Time `json:"created_at"`
+	Deleted   bool      `json:"-"`
+}
+
 // ForEachMessage calls fn with every message of a chat after the id after,
 // in id order, reading the history a page at a time; an error of fn stops it
 // and is returned.
