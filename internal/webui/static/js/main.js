@@ -1,11 +1,13 @@
 // The web UI's entry point: sign-in, the theme, and the hash routes
-// "#/" (the chat list) and "#/chats/<id>" (a conversation).
+// "#/" (the chat list), "#/chats/<id>" (a conversation) and "#/webhooks"
+// (the owner's webhook endpoints).
 
 import { API, APIError, checkToken } from "./api.js";
 import { $, setError, show } from "./dom.js";
 import { ChatList } from "./chatlist.js";
 import { Conversation } from "./conversation.js";
 import { NewChatDialog } from "./newchat.js";
+import { Webhooks } from "./webhooks.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
@@ -91,12 +93,14 @@ function start(token) {
       location.hash = `#/chats/${c.id}`;
     },
   });
-  session = { api, list, conversation, newChat };
+  const webhooks = new Webhooks(api);
+  session = { api, list, conversation, newChat, webhooks };
   document.body.dataset.signedIn = "true";
   show($("#login-view"), false);
   show($("#app"), true);
   show($("#sign-out"), true);
   show($("#toggle-sidebar"), true);
+  show($("#webhooks-link"), true);
   list.start();
   route();
 }
@@ -105,8 +109,10 @@ function route() {
   if (!session) return;
   const m = /^#\/chats\/([^/?#]+)/.exec(location.hash);
   const id = m ? decodeURIComponent(m[1]) : null;
-  document.body.dataset.view = id ? "chat" : "list";
-  show($("#empty-view"), !id);
+  const hooks = !id && /^#\/webhooks\b/.test(location.hash);
+  document.body.dataset.view = id ? "chat" : hooks ? "webhooks" : "list";
+  show($("#empty-view"), !id && !hooks);
+  session.webhooks.show(hooks);
   if (id) session.conversation.open(id);
   else session.conversation.close();
   session.list.markCurrent(id);
