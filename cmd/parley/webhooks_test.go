@@ -1,0 +1,307 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// webhooksConfig lets serve deliver to the tests' receivers on 127.0.0.1
+// and retries at once.
+const webhooksConfig = `webhooks:
+  allow_private: true
+  retry_schedule: ["50ms", "50ms", "50ms"]
+`
+
+// delivered is one event a receiver accepted.
+type delivered struct {
+	id   string    // webhook-id
+	at   time.Time // when it was received
+	body webhookBody
+}
+
+// webhookBody is the body of a delivery.
+type webhookBody struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      chat.Chat `json:"data"`
+}
+
+// receiver is a webhook endpoint of the tests. It verifies every request
+// with the Standard Webhooks library, refusing one that does not verify
+// (and failing the test), answers 204 and records each event once per
+// webhook-id, as a receiver that dedupes does.
+type receiver struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	// before, when set, sees every request first; true means it dealt
+	// with it (answered or dropped it), and it is not recorded.
+	before func(w http.ResponseWriter, r *http.Request) bool
+
+	mu       sync.Mutex
+	wh       *standardwebhooks.Webhook // nil until the secret is known
+	events   []delivered               // in the order received, one per webhook-id
+	ids      map[string]bool
+	dups     int           // requests with a webhook-id already recorded
+	requests int           // every request that reached the recording
+	changed  chan struct{} // a token after each recorded request
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{t: t, ids: map[string]bool{}, changed: make(chan struct{}, 1)}
+	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	if rc.before != nil && rc.before(w, r) {
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the sender went away
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.wh == nil {
+		rc.t.Errorf("a delivery arrived before the endpoint existed: %s", body)
+		http.Error(w, "no secret", http.StatusServiceUnavailable)
+		return
+	}
+	if err := rc.wh.Verify(body, r.Header); err != nil {
+		rc.t.Errorf("a delivery did not verify: %v\nheaders %v\nbody %s", err, r.Header, body)
+		http.Error(w, "bad signature", http.StatusBadRequest)
+		return
+	}
+	rc.requests++
+	id := r.Header.Get("webhook-id")
+	if rc.ids[id] {
+		rc.dups++
+	} else {
+		var b webhookBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			rc.t.Errorf("delivery %s: %v\n%s", id, err, body)
+		}
+		rc.ids[id] = true
+		rc.events = append(rc.events, delivered{id: id, at: time.Now(), body: b})
+	}
+	select {
+	case rc.changed <- struct{}{}:
+	default:
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// url is the endpoint's address.
+func (rc *receiver) url() string { return rc.srv.URL + "/hook" }
+
+// setSecret gives the receiver the endpoint's secret.
+func (rc *receiver) setSecret(secret string) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		rc.t.Fatalf("secret %q: %v", secret, err)
+	}
+	rc.mu.Lock()
+	rc.wh = wh
+	rc.mu.Unlock()
+}
+
+// snapshot returns the events recorded, and the number of duplicates.
+func (rc *receiver) snapshot() ([]delivered, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivered(nil), rc.events...), rc.dups
+}
+
+// waitEvents waits until n events were recorded, within limit, and returns
+// them.
+func (rc *receiver) waitEvents(n int, limit time.Duration) []delivered {
+	rc.t.Helper()
+	return rc.waitLimit(fmt.Sprintf("%d events", n), limit, func(evs []delivered, _ int) bool { return len(evs) >= n })
+}
+
+// wait waits, within deadline, until cond holds of the events and the
+// number of duplicates, checking after each request recorded.
+func (rc *receiver) wait(what string, cond func(evs []delivered, dups int) bool) []delivered {
+	rc.t.Helper()
+	return rc.waitLimit(what, deadline, cond)
+}
+
+func (rc *receiver) waitLimit(what string, limit time.Duration, cond func(evs []delivered, dups int) bool) []delivered {
+	rc.t.Helper()
+	timeout := time.NewTimer(limit)
+	defer timeout.Stop()
+	for {
+		evs, dups := rc.snapshot()
+		if cond(evs, dups) {
+			return evs
+		}
+		select {
+		case <-rc.changed:
+		case <-timeout.C:
+			rc.t.Fatalf("the receiver: no %s within %v (it has %d events, %d duplicates)", what, limit, len(evs), dups)
+		}
+	}
+}
+
+// webhookEndpoint is the part of an endpoint the tests read.
+type webhookEndpoint struct {
+	ID     string `json:"id"`
+	Secret string `json:"secret"`
+}
+
+// createWebhook creates an endpoint for rc's URL, subscribed to events (a
+// JSON array), and gives rc its secret.
+func createWebhook(t *testing.T, base, token string, rc *receiver, events string) webhookEndpoint {
+	t.Helper()
+	code, res := do(t, http.MethodPost, base+"/api/v1/webhooks", token,
+		fmt.Sprintf(`{"url": %q, "events": %s}`, rc.url(), events))
+	var ep webhookEndpoint
+	if code != http.StatusCreated || json.Unmarshal([]byte(res), &ep) != nil || ep.ID == "" || ep.Secret == "" {
+		t.Fatalf("create webhook: %d %s", code, res)
+	}
+	rc.setSecret(ep.Secret)
+	return ep
+}
+
+// createTitled creates a chat with a title and no message (the model is
+// not called) and returns its id.
+func createTitled(t *testing.T, base, token, title string) string {
+	t.Helper()
+	code, res := do(t, http.MethodPost, base+"/api/v1/chats", token, fmt.Sprintf(`{"title": %q}`, title))
+	var c chat.Chat
+	if code != http.StatusCreated || json.Unmarshal([]byte(res), &c) != nil || c.ID == "" {
+		t.Fatalf("create chat: %d %s", code, res)
+	}
+	return c.ID
+}
+
+// retitle sets a chat's title: one chat.title_changed event.
+func retitle(t *testing.T, base, token, id, title string) {
+	t.Helper()
+	if code, res := do(t, http.MethodPatch, base+"/api/v1/chats/"+id, token, fmt.Sprintf(`{"title": %q}`, title)); code != http.StatusOK {
+		t.Fatalf("retitle %s: %d %s", id, code, res)
+	}
+}
+
+// apiDelivery is the part of a delivery the tests read.
+type apiDelivery struct {
+	ID        json.RawMessage `json:"id"`
+	EventID   string          `json:"event_id"`
+	EventType string          `json:"event_type"`
+	Status    string          `json:"status"`
+	Attempts  int             `json:"attempts"`
+}
+
+// deliveries reads every delivery of an endpoint, following the pages.
+func deliveries(t *testing.T, base, token, endpoint string) []apiDelivery {
+	t.Helper()
+	var all []apiDelivery
+	cursor := ""
+	for {
+		code, res := get(t, base+"/api/v1/webhooks/"+endpoint+"/deliveries?limit=100&cursor="+cursor, token)
+		var page struct {
+			Deliveries []apiDelivery `json:"deliveries"`
+			NextCursor string        `json:"next_cursor"`
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(res), &page) != nil {
+			t.Fatalf("deliveries of %s: %d %s", endpoint, code, res)
+		}
+		all = append(all, page.Deliveries...)
+		if page.NextCursor == "" {
+			return all
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// TestWebhookOutboxSurvivesKill: serve is SIGKILLed while the first of
+// three committed events is on its way (the receiver holds the request
+// until the kill); after a restart on the same database every event
+// arrives, the held one included, each once as far as a receiver that
+// dedupes on webhook-id can tell, and the API lists them delivered.
+func TestWebhookOutboxSurvivesKill(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	// Registered before the servers' own cleanups, so it runs after them.
+	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
+	env := []string{fakeKeyEnv + "=test-key"}
+	args := []string{"--config", cfg, "--data-dir", dataDir}
+	s := startServe(t, dir, env, args...)
+	token := s.token
+
+	rc := newReceiver(t)
+	held := make(chan string, 1)
+	var once sync.Once
+	rc.before = func(w http.ResponseWriter, r *http.Request) bool {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return false
+		}
+		held <- r.Header.Get("webhook-id")
+		<-r.Context().Done() // until the server that sent it is gone
+		return true
+	}
+	ep := createWebhook(t, s.url, token, rc, `["chat.title_changed"]`)
+	id := createTitled(t, s.url, token, "title 0")
+	for i := 1; i <= 3; i++ {
+		retitle(t, s.url, token, id, fmt.Sprintf("title %d", i))
+	}
+	var heldID string
+	select {
+	case heldID = <-held:
+	case <-time.After(deadline):
+		t.Fatalf("no delivery reached the receiver\nstderr:\n%s", s.stderr)
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatalf("SIGKILL: %v", err)
+	}
+	s.wait()
+
+	s = startServe(t, dir, env, args...)
+	evs := rc.waitEvents(3, 15*time.Second)
+	var titles []string
+	ids := map[string]bool{}
+	for _, e := range evs {
+		titles = append(titles, e.body.Data.Title)
+		ids[e.id] = true
+		if e.body.Type != "chat.title_changed" || e.body.Data.ID != id {
+			t.Errorf("event %s: %+v", e.id, e.body)
+		}
+	}
+	if fmt.Sprint(titles) != "[title 1 title 2 title 3]" {
+		t.Errorf("titles received %q, want title 1, 2, 3 in order", titles)
+	}
+	if !ids[heldID] {
+		t.Errorf("the event held at the kill (%s) never arrived; got %v", heldID, ids)
+	}
+	ds := deliveries(t, s.url, token, ep.ID)
+	if len(ds) != 3 {
+		t.Fatalf("the API lists %d deliveries, want 3: %+v", len(ds), ds)
+	}
+	for _, d := range ds {
+		if d.Status != "delivered" || !ids[d.EventID] {
+			t.Errorf("delivery %+v: want delivered, of an event the receiver got", d)
+		}
+	}
+	_, dups := rc.snapshot()
+	t.Logf("after the restart: %d events, %d duplicate requests", len(evs), dups)
+	if code := s.stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	}
+}
