@@ -67,6 +67,7 @@ func (e *IllegalTransitionError) Error() string {
 // Store is parley's persistence. Implementations are safe for concurrent use.
 type Store interface {
 	Reader
+	Webhooks
 	// InTx runs fn in one transaction, committed if fn returns nil and rolled
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Text", textTests},
 		{"Quotas", quotaTests},
 		{"FairAcquire", fairTests},
+		{"Webhooks", webhookTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

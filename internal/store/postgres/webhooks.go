@@ -1,0 +1,441 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// endpointColumns are the columns scanEndpoint reads, in its order.
+const endpointColumns = `id, owner, url, events, description, secret, previous_secret,
+	previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at`
+
+func scanEndpoint(row pgx.Row) (store.WebhookEndpoint, error) {
+	var e store.WebhookEndpoint
+	err := row.Scan(&e.ID, &e.Owner, &e.URL, &e.Events, &e.Description, &e.Secret, &e.PreviousSecret,
+		&e.PreviousSecretUntil, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &e.CreatedAt, &e.UpdatedAt)
+	if err != nil {
+		return e, err
+	}
+	e.PreviousSecretUntil = dbutil.UTCPtr(e.PreviousSecretUntil)
+	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	return e, nil
+}
+
+// deliveryColumns are the columns scanDelivery reads (d: the delivery, e:
+// its event).
+const deliveryColumns = `d.id, d.event_id, d.endpoint_id, e.type, e.chat_id, d.status, d.attempts,
+	d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
+
+func scanDelivery(row pgx.Row) (store.WebhookDelivery, error) {
+	var (
+		d    store.WebhookDelivery
+		next time.Time
+	)
+	err := row.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.EventType, &d.ChatID, &d.Status, &d.Attempts,
+		&next, &d.LastStatusCode, &d.LastError, &d.CreatedAt, &d.DeliveredAt)
+	if err != nil {
+		return d, err
+	}
+	if d.Status == store.DeliveryPending {
+		next = next.UTC()
+		d.NextAttemptAt = &next
+	}
+	d.CreatedAt, d.DeliveredAt = d.CreatedAt.UTC(), dbutil.UTCPtr(d.DeliveredAt)
+	return d, nil
+}
+
+// writeTx runs fn's statements in one transaction.
+func (s *Store) writeTx(ctx context.Context, fn func(q querier) error) error {
+	return s.InTx(ctx, func(t store.Tx) error { return fn(t.(*tx).q) })
+}
+
+func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint) error {
+	err := s.q.QueryRow(ctx, `INSERT INTO webhook_endpoints (`+endpointColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, '', NULL, $7, $8, 0, now(), now()) RETURNING created_at`,
+		e.ID, e.Owner, e.URL, e.Events, e.Description, e.Secret, e.Disabled, e.DisabledReason).Scan(&e.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("create webhook %s: %w", e.ID, classify(err))
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	e.UpdatedAt, e.FailureStreak = e.CreatedAt, 0
+	return nil
+}
+
+func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.WebhookEndpoint, error) {
+	return getEndpoint(ctx, s.q, owner, id, "")
+}
+
+// getEndpoint reads one of the owner's endpoints; lock is "" or a locking
+// clause.
+func getEndpoint(ctx context.Context, q querier, owner, id, lock string) (store.WebhookEndpoint, error) {
+	e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE id = $1 AND owner = $2 `+lock, id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return e, fmt.Errorf("webhook %s: %w", id, err)
+	}
+	return e, nil
+}
+
+func (s *Store) ListWebhooks(ctx context.Context, owner string) ([]store.WebhookEndpoint, error) {
+	rows, err := s.q.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE owner = $1 ORDER BY created_at, id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	defer rows.Close()
+	out := []store.WebhookEndpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list webhooks: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) UpdateWebhook(ctx context.Context, owner, id string, p store.WebhookPatch) (store.WebhookEndpoint, error) {
+	var e store.WebhookEndpoint
+	err := s.writeTx(ctx, func(q querier) error {
+		var err error
+		if e, err = getEndpoint(ctx, q, owner, id, "FOR UPDATE"); err != nil {
+			return err
+		}
+		disabled := dbutil.ApplyWebhookPatch(&e, p, e.UpdatedAt)
+		err = q.QueryRow(ctx, `UPDATE webhook_endpoints SET url = $1, events = $2, description = $3,
+			disabled = $4, disabled_reason = $5, failure_streak = $6, updated_at = now() WHERE id = $7
+			RETURNING updated_at`,
+			e.URL, e.Events, e.Description, e.Disabled, e.DisabledReason, e.FailureStreak, id).Scan(&e.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		e.UpdatedAt = e.UpdatedAt.UTC()
+		if disabled {
+			return failPending(ctx, q, id, e.DisabledReason)
+		}
+		return nil
+	})
+	if err != nil {
+		return e, fmt.Errorf("update webhook %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// failPending fails the pending deliveries of an endpoint just disabled.
+func failPending(ctx context.Context, q querier, endpointID, reason string) error {
+	_, err := q.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = $1,
+		lease_until = NULL, leased_by = '' WHERE endpoint_id = $2 AND status = 'pending'`,
+		dbutil.EndpointDisabledError(reason), endpointID)
+	return err
+}
+
+func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
+	tag, err := s.q.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND owner = $2`, id, owner)
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("delete webhook %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret string, overlap time.Duration) (store.WebhookEndpoint, error) {
+	e, err := scanEndpoint(s.q.QueryRow(ctx, `UPDATE webhook_endpoints
+		SET previous_secret = secret, previous_secret_until = now() + $1::bigint * interval '1 microsecond',
+			secret = $2, updated_at = now()
+		WHERE id = $3 AND owner = $4 RETURNING `+endpointColumns,
+		overlap.Microseconds(), secret, id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
+	}
+	return e, nil
+}
+
+func (s *Store) ListDeliveries(ctx context.Context, owner, endpointID, cursor string, limit int) (store.DeliveryPage, error) {
+	before, err := dbutil.DecodeDeliveryCursor(cursor)
+	if err != nil {
+		return store.DeliveryPage{}, err
+	}
+	if _, err := s.GetWebhook(ctx, owner, endpointID); err != nil {
+		return store.DeliveryPage{}, err
+	}
+	limit = dbutil.PageLimit(limit)
+	rows, err := s.q.Query(ctx, `SELECT `+deliveryColumns+`
+		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+		WHERE d.endpoint_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3`, endpointID, before, limit+1)
+	if err != nil {
+		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
+	}
+	defer rows.Close()
+	page := store.DeliveryPage{Deliveries: []store.WebhookDelivery{}}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
+		}
+		page.Deliveries = append(page.Deliveries, d)
+	}
+	if err := rows.Err(); err != nil {
+		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
+	}
+	if len(page.Deliveries) > limit {
+		page.Deliveries = page.Deliveries[:limit]
+		page.NextCursor = dbutil.DeliveryCursor(page.Deliveries[limit-1].ID)
+	}
+	return page, nil
+}
+
+func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (store.WebhookDelivery, error) {
+	d, err := scanDelivery(s.q.QueryRow(ctx, `WITH n AS (
+			INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
+			SELECT d.event_id, d.endpoint_id, now(), now() FROM webhook_deliveries d
+			JOIN webhook_endpoints p ON p.id = d.endpoint_id
+			WHERE d.id = $1 AND d.endpoint_id = $2 AND p.owner = $3
+			RETURNING *)
+		SELECT `+deliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
+		deliveryID, endpointID, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
+	}
+	return d, nil
+}
+
+// eventColumns are the columns scanEvent reads (e: the event).
+const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
+	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
+	e.through_message_id, e.body, e.created_at`
+
+func scanEvent(row pgx.Row, more ...any) (store.WebhookEvent, error) {
+	var (
+		ev              store.WebhookEvent
+		status          string
+		labels, lastErr []byte
+	)
+	c := &ev.Chat
+	dest := append([]any{&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &status, &labels, &lastErr,
+		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &c.ActionDeadline,
+		&ev.ThroughMessageID, &ev.Body, &ev.CreatedAt}, more...)
+	if err := row.Scan(dest...); err != nil {
+		return ev, err
+	}
+	if err := dbutil.DecodeChat(c, []byte("[]"), labels, lastErr); err != nil {
+		return ev, fmt.Errorf("decode event %s: %w", ev.ID, err)
+	}
+	c.ID, c.Owner, c.Status = ev.ChatID, ev.Owner, chat.Status(status)
+	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
+	ev.CreatedAt = ev.CreatedAt.UTC()
+	return ev, nil
+}
+
+func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.WebhookEvent, error) {
+	rows, err := s.q.Query(ctx, `SELECT `+eventColumns+` FROM webhook_events e
+		WHERE e.owner = $1 ORDER BY e.seq`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
+	}
+	defer rows.Close()
+	out := []store.WebhookEvent{}
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error) {
+	if err := dbutil.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	// A delivery is claimable when it is due, not leased (re-checked on
+	// the row once locked, so two claims never both take it), its endpoint
+	// is enabled, and no other pending delivery of its endpoint is leased
+	// or due before it. Rows another claim has locked are skipped.
+	rows, err := s.q.Query(ctx, `WITH c AS (
+			SELECT d.id FROM webhook_deliveries d
+			JOIN webhook_endpoints p ON p.id = d.endpoint_id
+			WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+				AND (d.lease_until IS NULL OR d.lease_until <= now()) AND NOT p.disabled
+				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
+					WHERE o.endpoint_id = d.endpoint_id AND o.status = 'pending' AND o.id <> d.id
+						AND (o.lease_until > now() OR (o.next_attempt_at <= now() AND o.id < d.id)))
+			ORDER BY d.next_attempt_at, d.id LIMIT $3
+			FOR UPDATE OF d SKIP LOCKED),
+		u AS (
+			UPDATE webhook_deliveries d SET lease_until = now() + $1::bigint * interval '1 microsecond', leased_by = $2
+			FROM c WHERE d.id = c.id RETURNING d.*)
+		SELECT `+eventColumns+`, `+deliveryColumns+`, `+endpointColumnsP+`
+		FROM u AS d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints p ON p.id = d.endpoint_id
+		ORDER BY d.next_attempt_at, d.id`,
+		c.TTL.Microseconds(), c.WorkerID, c.Max)
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ClaimedDelivery
+	for rows.Next() {
+		cd, err := scanClaimed(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claim deliveries: %w", err)
+		}
+		out = append(out, cd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// endpointColumnsP are endpointColumns of the endpoint p.
+const endpointColumnsP = `p.id, p.owner, p.url, p.events, p.description, p.secret, p.previous_secret,
+	p.previous_secret_until, p.disabled, p.disabled_reason, p.failure_streak, p.created_at, p.updated_at`
+
+// scanClaimed reads a row of eventColumns, deliveryColumns and the
+// endpoint's columns.
+func scanClaimed(row pgx.Row) (store.ClaimedDelivery, error) {
+	var (
+		cd     store.ClaimedDelivery
+		status string
+		labels []byte
+		last   []byte
+		next   time.Time
+	)
+	ev, d, e := &cd.Event, &cd.Delivery, &cd.Endpoint
+	c := &ev.Chat
+	err := row.Scan(&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &status, &labels, &last,
+		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &c.ActionDeadline,
+		&ev.ThroughMessageID, &ev.Body, &ev.CreatedAt,
+		&d.ID, &d.EventID, &d.EndpointID, &d.EventType, &d.ChatID, &d.Status, &d.Attempts,
+		&next, &d.LastStatusCode, &d.LastError, &d.CreatedAt, &d.DeliveredAt,
+		&e.ID, &e.Owner, &e.URL, &e.Events, &e.Description, &e.Secret, &e.PreviousSecret,
+		&e.PreviousSecretUntil, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &e.CreatedAt, &e.UpdatedAt)
+	if err != nil {
+		return cd, err
+	}
+	if err := dbutil.DecodeChat(c, []byte("[]"), labels, last); err != nil {
+		return cd, fmt.Errorf("decode event %s: %w", ev.ID, err)
+	}
+	c.ID, c.Owner, c.Status = ev.ChatID, ev.Owner, chat.Status(status)
+	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
+	ev.CreatedAt = ev.CreatedAt.UTC()
+	next = next.UTC()
+	d.NextAttemptAt = &next
+	d.CreatedAt, d.DeliveredAt = d.CreatedAt.UTC(), dbutil.UTCPtr(d.DeliveredAt)
+	e.PreviousSecretUntil = dbutil.UTCPtr(e.PreviousSecretUntil)
+	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	return cd, nil
+}
+
+func (s *Store) SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error) {
+	var stored []byte
+	err := s.q.QueryRow(ctx, `UPDATE webhook_events SET body = coalesce(body, $1) WHERE id = $2 RETURNING body`,
+		body, eventID).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set body of event %s: %w", eventID, err)
+	}
+	return stored, nil
+}
+
+func (s *Store) FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error {
+	if err := dbutil.CheckDeliveryOutcome(o); err != nil {
+		return err
+	}
+	err := s.writeTx(ctx, func(q querier) error {
+		var endpointID string
+		err := q.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1,
+				next_attempt_at = CASE WHEN $1 = 'pending' THEN now() + $2::bigint * interval '1 microsecond'
+					ELSE next_attempt_at END,
+				lease_until = NULL, leased_by = '', last_status_code = $3, last_error = $4,
+				delivered_at = CASE WHEN $1 = 'delivered' THEN now() END
+			WHERE id = $5 AND leased_by = $6 AND status = 'pending' RETURNING endpoint_id`,
+			o.Status, o.RetryIn.Microseconds(), o.StatusCode, o.Error, o.ID, o.WorkerID).Scan(&endpointID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		if o.Status == store.DeliveryPending && o.Disable == "" {
+			return nil
+		}
+		// The endpoint's streak: reset by a delivery, grown by a failure;
+		// at MaxFailures, or on Disable, the endpoint is disabled.
+		var (
+			disabled bool
+			reason   string
+		)
+		err = q.QueryRow(ctx, `UPDATE webhook_endpoints SET
+				failure_streak = CASE $1::text WHEN 'delivered' THEN 0 WHEN 'failed' THEN failure_streak + 1
+					ELSE failure_streak END,
+				disabled_reason = CASE WHEN disabled THEN disabled_reason
+					WHEN $2::text <> '' THEN $2::text
+					WHEN $1::text = 'failed' AND $3::int > 0 AND failure_streak + 1 >= $3::int
+						THEN 'disabled after ' || (failure_streak + 1) || ' failed deliveries in a row'
+					ELSE disabled_reason END,
+				disabled = disabled OR $2::text <> '' OR ($1::text = 'failed' AND $3::int > 0 AND failure_streak + 1 >= $3::int),
+				updated_at = now()
+			WHERE id = $4 RETURNING disabled, disabled_reason`,
+			o.Status, o.Disable, o.MaxFailures, endpointID).Scan(&disabled, &reason)
+		if err != nil {
+			return err
+		}
+		if disabled {
+			return failPending(ctx, q, endpointID, reason)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish delivery %d: %w", o.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) {
+	var due *time.Time
+	err := s.q.QueryRow(ctx, `SELECT min(next_attempt_at) FROM webhook_deliveries
+		WHERE status = 'pending' AND next_attempt_at <= now()`).Scan(&due)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest due delivery: %w", err)
+	}
+	if due == nil {
+		return time.Time{}, false, nil
+	}
+	return due.UTC(), true, nil
+}
+
+func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
+	rows, err := s.q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE chat_id = $1 AND NOT superseded AND id <= $2 AND id >= coalesce((SELECT id FROM messages
+			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded AND id <= $2 ORDER BY id DESC LIMIT 1), 0)
+		ORDER BY id LIMIT $3`, chatID, through, store.MaxPageSize)
+	if err != nil {
+		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
+	}
+	msgs := []chat.Message{}
+	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
+		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
+	}
+	return msgs, nil
+}

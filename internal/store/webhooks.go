@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Webhook event types. The stores write them (the outbox, see Webhooks) on
+// these changes of a chat:
+const (
+	// EventStatusChanged: every change of status.
+	EventStatusChanged = "chat.status_changed"
+	// EventActionRequired: the chat became requires_action.
+	EventActionRequired = "chat.action_required"
+	// EventCompleted: the chat became waiting from running (a run ended,
+	// or was interrupted).
+	EventCompleted = "chat.completed"
+	// EventFailed: the chat became error.
+	EventFailed = "chat.failed"
+	// EventTitleChanged: the chat's title changed.
+	EventTitleChanged = "chat.title_changed"
+	// EventAll subscribes an endpoint to every type.
+	EventAll = "*"
+)
+
+// EventTypes lists every webhook event type, in the order the events of one
+// change are written.
+var EventTypes = []string{EventStatusChanged, EventActionRequired, EventCompleted, EventFailed, EventTitleChanged}
+
+// KnownEventType reports whether t is an event type or EventAll.
+func KnownEventType(t string) bool { return t == EventAll || slices.Contains(EventTypes, t) }
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// WebhookEndpoint is an owner's receiver of webhook events.
+type WebhookEndpoint struct {
+	ID          string
+	Owner       string
+	URL         string
+	Events      []string // event types, or [EventAll]
+	Description string
+	// Secret signs every delivery; PreviousSecret (after a rotation) signs
+	// too until PreviousSecretUntil.
+	Secret              string
+	PreviousSecret      string
+	PreviousSecretUntil *time.Time
+	Disabled            bool
+	DisabledReason      string
+	// FailureStreak counts the endpoint's deliveries that failed in a row
+	// (every attempt failed), reset by a delivered one.
+	FailureStreak int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Secrets returns the secrets that sign a delivery at now: the current
+// one, and the previous one until its overlap ends.
+func (e WebhookEndpoint) Secrets(now time.Time) []string {
+	out := []string{e.Secret}
+	if e.PreviousSecret != "" && e.PreviousSecretUntil != nil && now.Before(*e.PreviousSecretUntil) {
+		out = append(out, e.PreviousSecret)
+	}
+	return out
+}
+
+// WebhookPatch changes an endpoint; nil fields stay as they are.
+type WebhookPatch struct {
+	URL         *string
+	Events      []string // nil: unchanged
+	Description *string
+	// Disabled true disables the endpoint (its pending deliveries fail);
+	// false enables it again and resets its failure streak.
+	Disabled *bool
+}
+
+// WebhookEvent is one event of the outbox: which change of which chat, and
+// the chat as the change left it.
+type WebhookEvent struct {
+	ID     string // the webhook-id header, stable across attempts
+	Owner  string
+	ChatID string
+	Type   string
+	// Chat is the snapshot: ID, Owner, Title, Status, Labels, LastError,
+	// Usage and ActionDeadline are set.
+	Chat chat.Chat
+	// ThroughMessageID is the chat's newest message id when the event was
+	// written, for a requires_action chat (0 otherwise): its pending calls
+	// are read as of it (TurnThrough).
+	ThroughMessageID int64
+	// Body is the request body once built (nil before).
+	Body      []byte
+	CreatedAt time.Time
+}
+
+// WebhookDelivery is one event's delivery to one endpoint.
+type WebhookDelivery struct {
+	ID             int64
+	EventID        string
+	EndpointID     string
+	EventType      string
+	ChatID         string
+	Status         string // DeliveryPending, DeliveryDelivered, DeliveryFailed
+	Attempts       int
+	NextAttemptAt  *time.Time // set while pending
+	LastStatusCode int        // 0: no HTTP answer (yet)
+	LastError      string
+	CreatedAt      time.Time
+	DeliveredAt    *time.Time
+}
+
+// DeliveryPage is one page of an endpoint's deliveries, newest first.
+type DeliveryPage struct {
+	Deliveries []WebhookDelivery
+	NextCursor string // "" on the last page
+}
+
+// ClaimedDelivery is a delivery a deliverer holds under a lease, with what
+// it needs to send it.
+type ClaimedDelivery struct {
+	Delivery WebhookDelivery
+	Endpoint WebhookEndpoint
+	Event    WebhookEvent
+}
+
+// Claim asks ClaimDeliveries for work.
+type Claim struct {
+	WorkerID string
+	TTL      time.Duration // the claims' lease
+	Max      int           // at most this many deliveries
+}
+
+// DeliveryOutcome is what became of one attempt, as FinishDelivery writes it.
+type DeliveryOutcome struct {
+	ID       int64
+	WorkerID string // the claim's; the write is fenced by it
+	// Status is DeliveryDelivered, DeliveryPending (another attempt after
+	// RetryIn) or DeliveryFailed (no more attempts).
+	Status     string
+	RetryIn    time.Duration
+	StatusCode int // the answer's HTTP status; 0 for none
+	Error      string
+	// Disable, when not empty, disables the endpoint with this reason
+	// (it answered 410 Gone).
+	Disable string
+	// MaxFailures disables the endpoint when a failed delivery brings its
+	// failure streak to it; 0: never.
+	MaxFailures int
+}
+
+// Webhooks is the store's part for webhooks. Endpoints are owner-scoped:
+// another owner's endpoint or delivery is ErrNotFound.
+//
+// The outbox is the stores' own: every change of a chat's status or title
+// writes, in the same transaction, the events some enabled endpoint of the
+// owner subscribes to and their deliveries (one per such endpoint).
+type Webhooks interface {
+	// CreateWebhook stores a new endpoint; it sets CreatedAt and UpdatedAt.
+	// ErrNotFound if the owner does not exist; ErrExists on a duplicate id.
+	CreateWebhook(ctx context.Context, e *WebhookEndpoint) error
+	// GetWebhook returns one of the owner's endpoints.
+	GetWebhook(ctx context.Context, owner, id string) (WebhookEndpoint, error)
+	// ListWebhooks returns the owner's endpoints, oldest first.
+	ListWebhooks(ctx context.Context, owner string) ([]WebhookEndpoint, error)
+	// UpdateWebhook applies p to one of the owner's endpoints and returns it.
+	UpdateWebhook(ctx context.Context, owner, id string, p WebhookPatch) (WebhookEndpoint, error)
+	// DeleteWebhook removes one of the owner's endpoints and its deliveries.
+	DeleteWebhook(ctx context.Context, owner, id string) error
+	// RotateWebhookSecret makes secret the endpoint's secret; the one it
+	// replaces keeps signing for overlap.
+	RotateWebhookSecret(ctx context.Context, owner, id, secret string, overlap time.Duration) (WebhookEndpoint, error)
+	// ListDeliveries returns a page of one of the owner's endpoints'
+	// deliveries, newest first (limit 1..MaxPageSize). ErrBadCursor for a
+	// cursor it did not issue.
+	ListDeliveries(ctx context.Context, owner, endpointID, cursor string, limit int) (DeliveryPage, error)
+	// Redeliver queues a new delivery of a delivery's event (the same
+	// webhook-id) to the same endpoint, due at once, and returns it.
+	Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (WebhookDelivery, error)
+	// WebhookEvents returns the owner's events, in the order written, for
+	// tests and tools.
+	WebhookEvents(ctx context.Context, owner string) ([]WebhookEvent, error)
+
+	// ClaimDeliveries leases up to c.Max due pending deliveries of enabled
+	// endpoints to c.WorkerID for c.TTL, skipping those another claim
+	// holds (PostgreSQL: FOR UPDATE SKIP LOCKED; a lease that ran out is
+	// taken again). Of one endpoint it claims only the oldest due delivery,
+	// and none while another of its deliveries is leased, so an endpoint
+	// receives its events one at a time, in order (a delivery waiting for
+	// a retry lets the later ones pass).
+	ClaimDeliveries(ctx context.Context, c Claim) ([]ClaimedDelivery, error)
+	// SetEventBody stores an event's body unless one is stored already,
+	// and returns the stored one: every attempt sends the same bytes.
+	SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error)
+	// FinishDelivery records an attempt's outcome, with the endpoint's
+	// failure streak, in one transaction. ErrLeaseLost if the claim is no
+	// longer o.WorkerID's (its lease ran out and another took it).
+	FinishDelivery(ctx context.Context, o DeliveryOutcome) error
+	// OldestDueDelivery returns when the earliest due pending delivery
+	// became due; ok false if none is due.
+	OldestDueDelivery(ctx context.Context) (due time.Time, ok bool, err error)
+	// TurnThrough is LastTurn as of the message id through: the last
+	// assistant message at or before it and the messages after it up to
+	// it.
+	TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error)
+}
