@@ -93,9 +93,11 @@ type DeliveryPage struct {
 }
 
 // CreateWebhook creates an endpoint of the token's owner. The answer holds
-// the signing secret, which is not shown again. A URL the server refuses
-// (not http(s), or a private address while webhooks.allow_private is off)
-// or an unknown event type is an *APIError 400.
+// the signing secret, which is not shown again. Refusals are *APIError
+// values: 400 "invalid_url" (not an http or https URL), 400
+// "url_not_allowed" (a private, loopback or link-local address while the
+// server's webhooks.allow_private is off), 400 "invalid_events" (none, or
+// an unknown type), 409 "too_many_webhooks" (the owner has 50).
 func (c *Client) CreateWebhook(ctx context.Context, r CreateWebhookRequest) (WebhookSecret, error) {
 	var w WebhookSecret
 	err := c.do(ctx, http.MethodPost, v1+"/webhooks", nil, r, &w)
@@ -155,8 +157,10 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id string, limit int
 	return p, err
 }
 
-// Redeliver sends a delivery's event again, with the same webhook-id, and
-// returns the delivery (pending again).
+// Redeliver queues a new delivery of a delivery's event to the same
+// endpoint, due at once, with the same webhook-id and body, and returns it.
+// A disabled endpoint is an *APIError 409 "webhook_disabled": enable it
+// first.
 func (c *Client) Redeliver(ctx context.Context, id, deliveryID string) (Delivery, error) {
 	var d Delivery
 	err := c.do(ctx, http.MethodPost, webhookPath(id)+"/deliveries/"+url.PathEscape(deliveryID)+"/redeliver", nil, nil, &d)

@@ -23,14 +23,18 @@ import (
 // webhookServer is a parley API without an engine or a deliverer, which
 // lets private endpoints be created: events wait in the outbox, pending.
 // It returns clients of alice and bob.
-func webhookServer(t *testing.T) (alice, bob *client.Client) {
+func webhookServer(t *testing.T) (alice, bob *client.Client) { return webhookServerWith(t, true) }
+
+// webhookServerWith is webhookServer with webhooks.allow_private set as
+// given.
+func webhookServerWith(t *testing.T, allowPrivate bool) (alice, bob *client.Client) {
 	t.Helper()
 	ctx := context.Background()
 	st := sqlitetest.Open(t, t.TempDir())
 	cfg := config.Default()
 	cfg.Models = []config.Model{{Name: "echo", Provider: "echo", Model: "echo"}}
 	cfg.DefaultModel = "echo"
-	cfg.Webhooks.AllowPrivate = true
+	cfg.Webhooks.AllowPrivate = allowPrivate
 	ps := memory.New()
 	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps})
 	if err != nil {
@@ -68,9 +72,13 @@ func TestWebhookEndpoints(t *testing.T) {
 		t.Fatalf("the secret %q is not one the Standard Webhooks library reads: %v", w.Secret, err)
 	}
 	_, err = alice.CreateWebhook(ctx, client.CreateWebhookRequest{URL: "http://127.0.0.1:9/", Events: []string{"chat.exploded"}})
-	apiError(t, err, http.StatusBadRequest, "invalid_field")
+	apiError(t, err, http.StatusBadRequest, "invalid_events")
 	_, err = alice.CreateWebhook(ctx, client.CreateWebhookRequest{URL: "ftp://127.0.0.1/", Events: []string{client.EventAll}})
-	apiError(t, err, http.StatusBadRequest, "invalid_field")
+	apiError(t, err, http.StatusBadRequest, "invalid_url")
+
+	strict, _ := webhookServerWith(t, false)
+	_, err = strict.CreateWebhook(ctx, client.CreateWebhookRequest{URL: "http://127.0.0.1:9/hook", Events: []string{client.EventAll}})
+	apiError(t, err, http.StatusBadRequest, "url_not_allowed")
 
 	got, err := alice.GetWebhook(ctx, w.ID)
 	if err != nil || got.ID != w.ID || got.URL != w.URL {
@@ -165,7 +173,7 @@ func TestWebhookDeliveriesAndRedeliver(t *testing.T) {
 	_, err = alice.Redeliver(ctx, w.ID, "999999")
 	apiError(t, err, http.StatusNotFound, "not_found")
 	_, err = alice.ListWebhookDeliveries(ctx, w.ID, 0, "not-a-cursor")
-	apiError(t, err, http.StatusBadRequest, "invalid_cursor")
+	apiError(t, err, http.StatusBadRequest, "bad_cursor")
 }
 
 // TestVerifyWebhook checks VerifyWebhook against requests signed by the

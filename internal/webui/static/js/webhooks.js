@@ -26,7 +26,20 @@ function when(iso) {
 
 // plain turns an API error into words about webhooks.
 function plain(err, doing) {
-  if (err.status === 404) return `Could not ${doing}: this endpoint no longer exists (deleted in another tab?). Reload the list.`;
+  const d = err.details || {};
+  switch (err.code) {
+    case "not_found":
+      return `Could not ${doing}: it no longer exists (deleted in another tab?). Refresh the list.`;
+    case "url_not_allowed":
+      return `Could not ${doing}: this server does not send webhooks to private or local addresses ` +
+        "(an admin can allow them with webhooks.allow_private). Use a public URL.";
+    case "invalid_url":
+      return `Could not ${doing}: the URL must be a full http:// or https:// address, like https://example.com/hook.`;
+    case "too_many_webhooks":
+      return `Could not ${doing}: you have the most endpoints allowed (${d.limit}). Delete one first.`;
+    case "webhook_disabled":
+      return `Could not ${doing}: the endpoint is disabled. Enable it first.`;
+  }
   if (err.status === 0) return `Could not ${doing}: ${err.message}`;
   const field = err.details && err.details.field ? ` (${err.details.field})` : "";
   return `Could not ${doing}: ${err.message}${field}`;
