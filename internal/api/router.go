@@ -46,6 +46,14 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/ai-sdk/chat", a.authed(a.aisdkChat))
 	a.handle("GET "+v1+"/ai-sdk/chat/{id}/stream", a.authed(a.aisdkStream))
 	a.handle("GET "+v1+"/ai-sdk/chat/{id}/messages", a.authed(a.aisdkMessages))
+	a.handle("POST "+v1+"/webhooks", a.authed(a.createWebhook))
+	a.handle("GET "+v1+"/webhooks", a.authed(a.listWebhooks))
+	a.handle("GET "+v1+"/webhooks/{id}", a.authed(a.getWebhook))
+	a.handle("PATCH "+v1+"/webhooks/{id}", a.authed(a.patchWebhook))
+	a.handle("DELETE "+v1+"/webhooks/{id}", a.authed(a.deleteWebhook))
+	a.handle("POST "+v1+"/webhooks/{id}/rotate-secret", a.authed(a.rotateWebhookSecret))
+	a.handle("GET "+v1+"/webhooks/{id}/deliveries", a.authed(a.listDeliveries))
+	a.handle("POST "+v1+"/webhooks/{id}/deliveries/{delivery_id}/redeliver", a.authed(a.redeliver))
 
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true

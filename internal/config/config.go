@@ -25,17 +25,18 @@ import (
 
 // Config is parley's whole configuration.
 type Config struct {
-	Listen       string  `yaml:"listen"`
-	DataDir      string  `yaml:"data_dir"`
-	Database     string  `yaml:"database"`
-	DefaultModel string  `yaml:"default_model"`
-	Models       []Model `yaml:"models"`
-	Tools        Tools   `yaml:"tools"`
-	Limits       Limits  `yaml:"limits"`
-	Engine       Engine  `yaml:"engine"`
-	Quotas       Quotas  `yaml:"quotas"`
-	CORS         CORS    `yaml:"cors"`
-	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
+	Listen       string   `yaml:"listen"`
+	DataDir      string   `yaml:"data_dir"`
+	Database     string   `yaml:"database"`
+	DefaultModel string   `yaml:"default_model"`
+	Models       []Model  `yaml:"models"`
+	Tools        Tools    `yaml:"tools"`
+	Limits       Limits   `yaml:"limits"`
+	Engine       Engine   `yaml:"engine"`
+	Quotas       Quotas   `yaml:"quotas"`
+	CORS         CORS     `yaml:"cors"`
+	Webhooks     Webhooks `yaml:"webhooks"`
+	LogLevel     string   `yaml:"log_level"` // debug | info | warn | error
 }
 
 // Quotas are what each owner may use (docs/operations.md): Defaults for
@@ -256,6 +257,7 @@ func Default() Config {
 			PollInterval:  Duration(2 * time.Second),
 			MaxRecoveries: 3,
 		},
+		Webhooks: defaultWebhooks(),
 	}
 }
 
@@ -364,6 +366,9 @@ func (c *Config) check() error {
 		return err
 	}
 	if err := c.CORS.check(); err != nil {
+		return err
+	}
+	if err := c.Webhooks.check(); err != nil {
 		return err
 	}
 	if err := c.Quotas.Defaults.Check(); err != nil {

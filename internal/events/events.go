@@ -34,3 +34,7 @@ func ChatTopic(chatID string) string { return "chat." + chatID }
 
 // WorkTopic wakes workers: some chat may have become pending.
 const WorkTopic = "work"
+
+// WebhookTopic wakes webhook deliverers: a chat's status or title changed
+// (the change may have written webhook events), or a delivery was queued.
+const WebhookTopic = "webhooks"

@@ -74,6 +74,18 @@ func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger
 	}
 }
 
+// mayWriteWebhooks reports whether the notice tells of a change that
+// writes webhook events (a status or a title changed).
+func (n *Notice) mayWriteWebhooks() bool {
+	for _, ev := range n.Feed {
+		switch ev.Kind {
+		case KindStatusChange, KindTitleChange, KindActionRequired:
+			return true
+		}
+	}
+	return false
+}
+
 // messages encodes what was recorded, in order, for ps.
 func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
 	if len(n.Feed) == 0 && len(n.Chat) == 0 && len(n.Control) == 0 && !n.Wake {
@@ -98,6 +110,9 @@ func (n *Notice) messages(ps pubsub.PubSub) []pubsub.Message {
 	}
 	if n.Wake && pubsub.MayHear(ps, WorkTopic) {
 		msgs = append(msgs, pubsub.Message{Topic: WorkTopic})
+	}
+	if n.mayWriteWebhooks() && pubsub.MayHear(ps, WebhookTopic) {
+		msgs = append(msgs, pubsub.Message{Topic: WebhookTopic})
 	}
 	return msgs
 }

@@ -66,14 +66,16 @@ func TestPublishSkipsTopicsNobodyHears(t *testing.T) {
 }
 
 // TestPublishSendsAllWhereSubscribersAreUnknown: on a PubSub that cannot
-// know its subscribers (other replicas listen), everything is published.
+// know its subscribers (other replicas listen), everything is published,
+// and a status change wakes the webhook deliverers last.
 func TestPublishSendsAllWhereSubscribersAreUnknown(t *testing.T) {
 	mem := memory.New()
 	defer mem.Close()
 	rec := &recorder{PubSub: mem}
 	n := notice()
 	n.Publish(t.Context(), rec, slog.New(slog.DiscardHandler))
-	want := []string{events.ChatTopic("a"), events.ChatTopic("b"), events.FeedTopic("alice"), events.FeedTopic("alice"), events.WorkTopic}
+	want := []string{events.ChatTopic("a"), events.ChatTopic("b"), events.FeedTopic("alice"), events.FeedTopic("alice"), events.WorkTopic,
+		events.WebhookTopic}
 	if !slices.Equal(rec.topics, want) {
 		t.Fatalf("published %q, want %q", rec.topics, want)
 	}

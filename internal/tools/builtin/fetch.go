@@ -65,7 +65,7 @@ func HTTPFetch(opts HTTPFetchOptions) tool.Tool {
 	policy := newAddrPolicy(opts)
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would connect on our behalf, past the address check
-		DialContext:           policy.dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		DialContext:           policy.Dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          32,
 		IdleConnTimeout:       90 * time.Second,

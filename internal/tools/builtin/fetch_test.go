@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -160,33 +159,5 @@ func TestHTTPFetchTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the timeout took %s", d)
-	}
-}
-
-func TestNonPublic(t *testing.T) {
-	cases := map[string]string{
-		"127.0.0.1":        "loopback",
-		"::1":              "loopback",
-		"::ffff:127.0.0.1": "loopback",
-		"10.1.2.3":         "private",
-		"172.16.0.1":       "private",
-		"192.168.1.1":      "private",
-		"fd00::1":          "private",
-		"169.254.169.254":  "link-local",
-		"fe80::1":          "link-local",
-		"0.0.0.0":          "unspecified",
-		"::":               "unspecified",
-		"224.0.0.1":        "multicast",
-		"ff02::1":          "multicast",
-		"100.64.1.1":       "carrier-grade NAT (shared)",
-		"0.1.2.3":          `"this network"`,
-		"255.255.255.255":  "reserved",
-		"8.8.8.8":          "",
-		"2606:4700::1111":  "",
-	}
-	for ip, want := range cases {
-		if got := nonPublic(netip.MustParseAddr(ip)); got != want {
-			t.Errorf("nonPublic(%s) = %q, want %q", ip, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package builtin
+package netguard
 
 import (
 	"errors"
@@ -65,10 +65,10 @@ func TestAddrPolicyRefusesEmbeddedIPv4(t *testing.T) {
 		{"192.0.0.8", "IETF protocol assignment"},
 		{"198.18.0.1", "benchmarking"},
 	}
-	p := newAddrPolicy(HTTPFetchOptions{})
+	p := NewPolicy(false, nil)
 	for _, tc := range cases {
 		ap := netip.AddrPortFrom(netip.MustParseAddr(tc.addr), 443)
-		err := p.control("tcp6", ap.String(), nil)
+		err := p.Control("tcp6", ap.String(), nil)
 		var refused *RefusedError
 		if !errors.As(err, &refused) {
 			t.Errorf("%s: got %v, want it refused", tc.addr, err)
@@ -87,14 +87,14 @@ func TestAddrPolicyRefusesEmbeddedIPv4(t *testing.T) {
 // of a public IPv4 address (what DNS64 answers on an IPv6-only network),
 // pass the dial hook.
 func TestAddrPolicyAllowsPublic(t *testing.T) {
-	p := newAddrPolicy(HTTPFetchOptions{})
+	p := NewPolicy(false, nil)
 	for _, addr := range []string{
 		"8.8.8.8", "1.1.1.1", "93.184.216.34", "::ffff:8.8.8.8",
 		"2606:4700:4700::1111", "2001:4860:4860::8888", "2a00:1450:4001::1",
 		"64:ff9b::808:808", "64:ff9b::1.1.1.1",
 	} {
 		ap := netip.AddrPortFrom(netip.MustParseAddr(addr), 80)
-		if err := p.control("tcp", ap.String(), nil); err != nil {
+		if err := p.Control("tcp", ap.String(), nil); err != nil {
 			t.Errorf("%s: %v, want it allowed", addr, err)
 		}
 	}
@@ -103,25 +103,29 @@ func TestAddrPolicyAllowsPublic(t *testing.T) {
 // TestAddrPolicyExceptions: allow_private lets every address through,
 // allow_hosts prefixes and addresses only theirs.
 func TestAddrPolicyExceptions(t *testing.T) {
+	type opts struct {
+		AllowPrivate bool
+		AllowHosts   []string
+	}
 	cases := []struct {
-		opts    HTTPFetchOptions
+		opts    opts
 		allowed []string
 		refused []string
 	}{
-		{HTTPFetchOptions{AllowPrivate: true}, []string{"127.0.0.1", "64:ff9b::7f00:1", "2002:a00:1::1", "fec0::1"}, nil},
-		{HTTPFetchOptions{AllowHosts: []string{"10.1.0.0/16", "fd00::/8", "[fec0::7]", "192.0.2.9"}},
+		{opts{AllowPrivate: true}, []string{"127.0.0.1", "64:ff9b::7f00:1", "2002:a00:1::1", "fec0::1"}, nil},
+		{opts{AllowHosts: []string{"10.1.0.0/16", "fd00::/8", "[fec0::7]", "192.0.2.9"}},
 			[]string{"10.1.2.3", "::ffff:10.1.2.3", "fd00::5", "fec0::7", "192.0.2.9"},
 			[]string{"10.2.0.1", "64:ff9b::a01:203", "fec0::8", "192.0.2.10"}},
 	}
 	for _, tc := range cases {
-		p := newAddrPolicy(tc.opts)
+		p := NewPolicy(tc.opts.AllowPrivate, tc.opts.AllowHosts)
 		for _, a := range tc.allowed {
-			if err := p.check(netip.MustParseAddr(a)); err != nil {
+			if err := p.Check(netip.MustParseAddr(a)); err != nil {
 				t.Errorf("%+v: %s: %v, want it allowed", tc.opts, a, err)
 			}
 		}
 		for _, a := range tc.refused {
-			if err := p.check(netip.MustParseAddr(a)); err == nil {
+			if err := p.Check(netip.MustParseAddr(a)); err == nil {
 				t.Errorf("%+v: %s allowed, want it refused", tc.opts, a)
 			}
 		}
@@ -138,6 +142,34 @@ func TestRefusedErrorArticle(t *testing.T) {
 		err := &RefusedError{IP: netip.MustParseAddr("::"), Reason: reason}
 		if !strings.Contains(err.Error(), ": "+want+" (") {
 			t.Errorf("%q: %s", reason, err)
+		}
+	}
+}
+
+func TestNonPublic(t *testing.T) {
+	cases := map[string]string{
+		"127.0.0.1":        "loopback",
+		"::1":              "loopback",
+		"::ffff:127.0.0.1": "loopback",
+		"10.1.2.3":         "private",
+		"172.16.0.1":       "private",
+		"192.168.1.1":      "private",
+		"fd00::1":          "private",
+		"169.254.169.254":  "link-local",
+		"fe80::1":          "link-local",
+		"0.0.0.0":          "unspecified",
+		"::":               "unspecified",
+		"224.0.0.1":        "multicast",
+		"ff02::1":          "multicast",
+		"100.64.1.1":       "carrier-grade NAT (shared)",
+		"0.1.2.3":          `"this network"`,
+		"255.255.255.255":  "reserved",
+		"8.8.8.8":          "",
+		"2606:4700::1111":  "",
+	}
+	for ip, want := range cases {
+		if got := NonPublic(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("NonPublic(%s) = %q, want %q", ip, got, want)
 		}
 	}
 }
