@@ -128,6 +128,11 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 	// Runs after the HTTP server stopped: running chats are handed back
 	// (pending) so another replica continues them at once.
 	defer stopEngine()
+	stopWebhooks, err := startWebhooks(ctx, cfg, db.Store, ps, toolReg, reg, a.log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
 
 	handler, err := api.New(api.Deps{
 		Config:   cfg,

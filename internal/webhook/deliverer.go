@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/pubsub"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout      = 15 * time.Second
+	DefaultPollInterval = 2 * time.Second
+	DefaultConcurrency  = 16
+)
+
+// Store is what a Deliverer needs of the store.
+type Store interface {
+	GetChat(ctx context.Context, id string) (chat.Chat, error)
+	TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error)
+	ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error)
+	SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error)
+	FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error
+}
+
+// Config is a Deliverer's.
+type Config struct {
+	Store  Store
+	PubSub pubsub.PubSub // wake-ups (events.WebhookTopic); nil: poll only
+	Log    *slog.Logger  // nil discards
+	// WorkerID names this deliverer's claims; unique per replica ("" makes
+	// one of the host name, the process id and a random part).
+	WorkerID string
+	Policy   Policy
+	// Timeout bounds one attempt (DefaultTimeout if 0); a claim's lease
+	// is Timeout plus a margin, so a crashed deliverer's claims are taken
+	// again soon after.
+	Timeout      time.Duration
+	PollInterval time.Duration // fallback poll (DefaultPollInterval if 0)
+	Concurrency  int           // attempts at once (DefaultConcurrency if 0)
+	Tools        Describer     // describes calls waiting for approval; nil: none
+	Metrics      *Metrics      // nil: none
+}
+
+// Deliverer sends the due deliveries of every replica's outbox, a few at a
+// time: woken by chat changes, and polling as a fallback. Several
+// deliverers (one per replica) share the work through the store's leased
+// claims.
+type Deliverer struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	policy Policy
+	done   chan struct{} // an attempt ended: its endpoint may have more
+}
+
+// WorkerID returns the id its claims are leased to.
+func (d *Deliverer) WorkerID() string { return d.cfg.WorkerID }
+
+// New returns a Deliverer; Run starts it.
+func New(cfg Config) (*Deliverer, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("webhook: Store is required")
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = fmt.Sprintf("webhooks-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(random(4)))
+	}
+	if err := cfg.Policy.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	guard := netguard.NewPolicy(cfg.Policy.AllowPrivate, nil)
+	transport := &http.Transport{
+		Proxy:                 nil, // a proxy would connect on our behalf, past the address check
+		DialContext:           guard.Dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: cfg.Timeout,
+	}
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   cfg.Timeout,
+		// A redirect is not followed: the 3xx is the attempt's answer.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Deliverer{cfg: cfg, log: log.With("component", "webhooks", "worker", cfg.WorkerID),
+		client: client, policy: cfg.Policy, done: make(chan struct{}, 1)}, nil
+}
+
+// leaseMargin is how much longer than an attempt's timeout a claim lasts.
+const leaseMargin = 15 * time.Second
+
+// Run delivers until ctx ends, then waits for the attempts in flight
+// (each bounded by the timeout; those cut short by the end of ctx are
+// retried).
+func (d *Deliverer) Run(ctx context.Context) {
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	slots := make(chan struct{}, d.cfg.Concurrency)
+	wake := d.subscribe(ctx)
+	tick := time.NewTicker(d.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		d.fill(ctx, slots, &inflight)
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-wake:
+			if !ok {
+				wake = d.subscribe(ctx)
+			}
+		case <-tick.C:
+		case <-d.done:
+		}
+	}
+}
+
+// subscribe returns the wake-up channel; a failure to subscribe leaves the
+// poll alone, and a channel that never delivers.
+func (d *Deliverer) subscribe(ctx context.Context) <-chan pubsub.Message {
+	if d.cfg.PubSub == nil || ctx.Err() != nil {
+		return nil
+	}
+	sub, err := d.cfg.PubSub.Subscribe(ctx, events.WebhookTopic)
+	if err != nil {
+		d.log.Warn("webhook wake-ups unavailable; polling", "err", err)
+		return nil
+	}
+	return sub.C()
+}
+
+// fill claims due deliveries for the free slots and starts their attempts,
+// until no slot is free or nothing is due.
+func (d *Deliverer) fill(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	for ctx.Err() == nil {
+		free := cap(slots) - len(slots)
+		if free == 0 {
+			return
+		}
+		claimed, err := d.cfg.Store.ClaimDeliveries(ctx, store.Claim{WorkerID: d.cfg.WorkerID,
+			TTL: d.cfg.Timeout + leaseMargin, Max: free})
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("claim webhook deliveries", "err", err)
+			}
+			return
+		}
+		for _, c := range claimed {
+			slots <- struct{}{}
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				defer func() {
+					<-slots
+					select {
+					case d.done <- struct{}{}:
+					default:
+					}
+				}()
+				d.attempt(ctx, c)
+			}()
+		}
+		if len(claimed) < free {
+			return
+		}
+	}
+}
