@@ -228,6 +228,36 @@ func deliveries(t *testing.T, base, token, endpoint string) []apiDelivery {
 	}
 }
 
+// waitDeliveries reads an endpoint's deliveries until cond holds of them,
+// within deadline, and returns them: the receiver has a request before the
+// sender records its answer.
+func waitDeliveries(t *testing.T, base, token, endpoint, what string, cond func([]apiDelivery) bool) []apiDelivery {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		ds := deliveries(t, base, token, endpoint)
+		if cond(ds) {
+			return ds
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the deliveries of %s: not %s within %v: %+v", endpoint, what, deadline, ds)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// allDelivered reports whether there are n deliveries, all delivered.
+func allDelivered(n int) func([]apiDelivery) bool {
+	return func(ds []apiDelivery) bool {
+		for _, d := range ds {
+			if d.Status != "delivered" {
+				return false
+			}
+		}
+		return len(ds) == n
+	}
+}
+
 // TestWebhookOutboxSurvivesKill: three title changes commit while the
 // receiver is down (it answers 503), so every event waits in the outbox
 // for a retry; serve is SIGKILLed then. After a restart on the same
@@ -268,23 +298,15 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	}
 	// Every event is committed, and its first attempt recorded: none is
 	// in the middle of an attempt, whose lease would hold it back.
-	end := time.Now().Add(deadline)
-	for {
-		ds := deliveries(t, s.url, token, ep.ID)
+	waitDeliveries(t, s.url, token, ep.ID, "3, each failed once", func(ds []apiDelivery) bool {
 		failed := 0
 		for _, d := range ds {
 			if d.Status == "pending" && d.Attempts >= 1 {
 				failed++
 			}
 		}
-		if len(ds) == 3 && failed == 3 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the deliveries did not all fail once: %+v\nstderr:\n%s", ds, s.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ds) == 3 && failed == 3
+	})
 	if err := s.cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
@@ -308,12 +330,9 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	if len(evs) != 3 || !titles["title 1"] || !titles["title 2"] || !titles["title 3"] {
 		t.Errorf("received %d events with titles %v, want title 1, 2 and 3", len(evs), titles)
 	}
-	ds := deliveries(t, s.url, token, ep.ID)
-	if len(ds) != 3 {
-		t.Fatalf("the API lists %d deliveries, want 3: %+v", len(ds), ds)
-	}
+	ds := waitDeliveries(t, s.url, token, ep.ID, "3 delivered", allDelivered(3))
 	for _, d := range ds {
-		if d.Status != "delivered" || d.Attempts < 2 || !ids[d.EventID] {
+		if d.Attempts < 2 || !ids[d.EventID] {
 			t.Errorf("delivery %+v: want delivered after a failed attempt, of an event the receiver got", d)
 		}
 	}
