@@ -29,9 +29,9 @@ type Webhook struct {
 	Events      []string `json:"events"`
 	Description string   `json:"description"`
 	Disabled    bool     `json:"disabled"`
-	// DisabledReason says why the server disabled the endpoint (a 410
-	// answer, too many failed deliveries in a row); "" when it was the
-	// owner, or it is enabled.
+	// DisabledReason says why the endpoint is disabled, in words: "disabled
+	// by its owner", "the endpoint answered 410 Gone", "disabled after 10
+	// failed deliveries in a row"; "" while it is enabled.
 	DisabledReason string    `json:"disabled_reason"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`

@@ -103,10 +103,10 @@ func TestWebhookEndpoints(t *testing.T) {
 	}
 
 	up, err := alice.UpdateWebhook(ctx, w.ID, client.UpdateWebhookRequest{Disabled: ptr(true), Events: &[]string{client.EventAll}})
-	if err != nil || !up.Disabled || !slices.Equal(up.Events, []string{client.EventAll}) || up.URL != w.URL {
+	if err != nil || !up.Disabled || up.DisabledReason == "" || !slices.Equal(up.Events, []string{client.EventAll}) || up.URL != w.URL {
 		t.Fatalf("UpdateWebhook: %+v, %v", up, err)
 	}
-	if up, err = alice.UpdateWebhook(ctx, w.ID, client.UpdateWebhookRequest{Disabled: ptr(false)}); err != nil || up.Disabled {
+	if up, err = alice.UpdateWebhook(ctx, w.ID, client.UpdateWebhookRequest{Disabled: ptr(false)}); err != nil || up.Disabled || up.DisabledReason != "" {
 		t.Fatalf("UpdateWebhook enable: %+v, %v", up, err)
 	}
 

@@ -69,7 +69,7 @@ func TestWebhookBench(t *testing.T) {
 		dir := t.TempDir()
 		dataDir := filepath.Join(dir, "data")
 		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, nil, "--config", cfg, "--data-dir", dataDir)
+		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 		run(t, s, func(chatID string, n int) {
 			db, err := sql.Open("sqlite", filepath.Join(dataDir, "parley.db")+"?_busy_timeout=10000&_txlock=immediate")
 			if err != nil {
@@ -95,7 +95,7 @@ func TestWebhookBench(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		dir := t.TempDir()
 		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, nil, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
 		run(t, s, func(chatID string, n int) {
 			ctx := context.Background()
 			conn, err := pgx.Connect(ctx, dsn)

@@ -128,7 +128,10 @@ export class Webhooks {
 
   item(w) {
     const events = w.events.includes("*") ? "all events" : w.events.join(", ");
-    const state = w.disabled ? (w.disabled_reason ? `disabled: ${w.disabled_reason}` : "disabled") : "enabled";
+    // The server's reasons read "disabled by its owner", "disabled after 10
+    // failed deliveries in a row", "the endpoint answered 410 Gone".
+    const reason = w.disabled_reason || "";
+    const state = !w.disabled ? "enabled" : reason.startsWith("disabled") ? reason : reason ? `disabled: ${reason}` : "disabled";
     const li = h("li", { class: "webhook", dataset: { webhookId: w.id, disabled: String(w.disabled) } },
       h("div", { class: "webhook-head" },
         h("code", { class: "webhook-url" }, w.url),
