@@ -297,9 +297,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Cla
 	if err := dbutil.CheckClaim(c); err != nil {
 		return nil, err
 	}
-	var out []store.ClaimedDelivery
 	now := dbutil.Micros(dbutil.Now())
-	err := s.writeOne(ctx, func(q querier) error {
+	// Most wake-ups find nothing due: they are answered by a reader and
+	// never take the writer.
+	var one int
+	err := s.reader.q.QueryRowContext(ctx, `SELECT 1 FROM webhook_deliveries
+		WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	var out []store.ClaimedDelivery
+	err = s.writeOne(ctx, func(q querier) error {
 		out = nil
 		// A delivery is claimable when it is due, its endpoint is enabled,
 		// and no other pending delivery of its endpoint is leased or due
