@@ -205,6 +205,10 @@ type Webhooks interface {
 	// OldestDueDelivery returns when the earliest due pending delivery
 	// became due; ok false if none is due.
 	OldestDueDelivery(ctx context.Context) (due time.Time, ok bool, err error)
+	// PruneWebhooks deletes up to limit deliveries that ended (delivered
+	// or failed) before before, then the events created before it that no
+	// delivery refers to any more, and returns how many rows it deleted.
+	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int, error)
 	// TurnThrough is LastTurn as of the message id through: the last
 	// assistant message at or before it and the messages after it up to
 	// it.

@@ -23,7 +23,13 @@ const (
 	DefaultTimeout      = 15 * time.Second
 	DefaultPollInterval = 2 * time.Second
 	DefaultConcurrency  = 16
+	// DefaultRetention is how long ended deliveries (and the events
+	// they sent) are kept.
+	DefaultRetention = 30 * 24 * time.Hour
 )
+
+// pruneEvery is how often a deliverer deletes what outlived the retention.
+const pruneEvery = time.Hour
 
 // Store is what a Deliverer needs of the store.
 type Store interface {
@@ -32,6 +38,7 @@ type Store interface {
 	ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error)
 	SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error)
 	FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error
+	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // Config is a Deliverer's.
@@ -49,6 +56,7 @@ type Config struct {
 	Timeout      time.Duration
 	PollInterval time.Duration // fallback poll (DefaultPollInterval if 0)
 	Concurrency  int           // attempts at once (DefaultConcurrency if 0)
+	Retention    time.Duration // ended deliveries kept (DefaultRetention if 0)
 	Tools        Describer     // describes calls waiting for approval; nil: none
 	Metrics      *Metrics      // nil: none
 }
@@ -89,6 +97,9 @@ func New(cfg Config) (*Deliverer, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -127,6 +138,9 @@ func (d *Deliverer) Run(ctx context.Context) {
 	wake := d.subscribe(ctx)
 	tick := time.NewTicker(d.cfg.PollInterval)
 	defer tick.Stop()
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
+	d.prune(ctx)
 	for {
 		d.fill(ctx, slots, &inflight)
 		select {
@@ -138,6 +152,29 @@ func (d *Deliverer) Run(ctx context.Context) {
 			}
 		case <-tick.C:
 		case <-d.done:
+		case <-prune.C:
+			d.prune(ctx)
+		}
+	}
+}
+
+// pruneBatch bounds the rows one prune statement deletes.
+const pruneBatch = 1000
+
+// prune deletes the deliveries that ended more than the retention ago and
+// the events left without deliveries, a batch at a time.
+func (d *Deliverer) prune(ctx context.Context) {
+	before := time.Now().Add(-d.cfg.Retention)
+	for ctx.Err() == nil {
+		n, err := d.cfg.Store.PruneWebhooks(ctx, before, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("prune webhook deliveries", "err", err)
+			}
+			return
+		}
+		if n < pruneBatch {
+			return
 		}
 	}
 }

@@ -439,3 +439,29 @@ func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) (
 	}
 	return msgs, nil
 }
+
+func (s *Store) PruneWebhooks(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(q querier) error {
+		tag, err := q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1 ORDER BY id LIMIT $2)`,
+			before, limit)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		tag, err = q.Exec(ctx, `DELETE FROM webhook_events WHERE seq IN (
+			SELECT seq FROM webhook_events e WHERE e.created_at < $1
+				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+			ORDER BY seq LIMIT $2)`, before, limit)
+		if err != nil {
+			return err
+		}
+		n += tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune webhooks: %w", err)
+	}
+	return int(n), nil
+}

@@ -297,9 +297,20 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Cla
 	if err := dbutil.CheckClaim(c); err != nil {
 		return nil, err
 	}
-	var out []store.ClaimedDelivery
 	now := dbutil.Micros(dbutil.Now())
-	err := s.writeOne(ctx, func(q querier) error {
+	// Most wake-ups find nothing due: they are answered by a reader and
+	// never take the writer.
+	var one int
+	err := s.reader.q.QueryRowContext(ctx, `SELECT 1 FROM webhook_deliveries
+		WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	var out []store.ClaimedDelivery
+	err = s.writeOne(ctx, func(q querier) error {
 		out = nil
 		// A delivery is claimable when it is due, its endpoint is enabled,
 		// and no other pending delivery of its endpoint is leased or due
@@ -464,4 +475,31 @@ func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) (
 		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
 	}
 	return msgs, nil
+}
+
+func (s *Store) PruneWebhooks(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := s.writeOne(ctx, func(q querier) error {
+		res, err := q.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ?1 ORDER BY id LIMIT ?2)`,
+			dbutil.Micros(before), limit)
+		if err != nil {
+			return err
+		}
+		d, _ := res.RowsAffected()
+		res, err = q.ExecContext(ctx, `DELETE FROM webhook_events WHERE seq IN (
+			SELECT seq FROM webhook_events e WHERE e.created_at < ?1
+				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+			ORDER BY seq LIMIT ?2)`, dbutil.Micros(before), limit)
+		if err != nil {
+			return err
+		}
+		e, _ := res.RowsAffected()
+		n = d + e
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune webhooks: %w", err)
+	}
+	return int(n), nil
 }

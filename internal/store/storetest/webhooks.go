@@ -26,6 +26,7 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"RedeliverAndList":         testRedeliverAndList,
 	"RotateSecret":             testRotateSecret,
 	"EventBodyOnce":            testEventBodyOnce,
+	"Prune":                    testPruneWebhooks,
 }
 
 // addWebhook creates an endpoint of owner subscribed to events.
@@ -615,5 +616,39 @@ func testEventBodyOnce(t *testing.T, open opener) {
 	_, err = s.SetEventBody(t.Context(), "msg_unknown", []byte(`{}`))
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("SetEventBody of an unknown event: %v", err)
+	}
+}
+
+func testPruneWebhooks(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addWebhook(t, s, "wh_1", "alice", store.EventStatusChanged)
+	c := addChat(t, s, chat.Chat{})
+	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
+	acquire(t, s, "w", time.Minute)
+	d := claim(t, s, "d", time.Minute, 1)[0]
+	finish(t, s, store.DeliveryOutcome{ID: d.Delivery.ID, WorkerID: "d", Status: store.DeliveryDelivered})
+	// Nothing is older than a minute ago.
+	if n, err := s.PruneWebhooks(t.Context(), now().Add(-time.Minute), 100); err != nil || n != 0 {
+		t.Fatalf("PruneWebhooks(a minute ago) = %d, %v", n, err)
+	}
+	// The delivered one and its event go; the pending one and its event stay.
+	n, err := s.PruneWebhooks(t.Context(), now().Add(time.Second), 100)
+	if err != nil || n != 2 {
+		t.Fatalf("PruneWebhooks = %d, %v; want the delivery and its event", n, err)
+	}
+	page, _ := s.ListDeliveries(t.Context(), "alice", "wh_1", "", 10)
+	if len(page.Deliveries) != 1 || page.Deliveries[0].Status != store.DeliveryPending {
+		t.Fatalf("left %+v", page.Deliveries)
+	}
+	if evs, _ := s.WebhookEvents(t.Context(), "alice"); len(evs) != 1 || evs[0].ID != page.Deliveries[0].EventID {
+		t.Fatalf("events left %+v", evs)
+	}
+	// An endpoint deleted leaves events no delivery refers to: pruned.
+	if err := s.DeleteWebhook(t.Context(), "alice", "wh_1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneWebhooks(t.Context(), now().Add(time.Second), 100); err != nil || n != 1 {
+		t.Fatalf("PruneWebhooks after deleting the endpoint = %d, %v", n, err)
 	}
 }
