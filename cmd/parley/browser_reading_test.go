@@ -215,6 +215,10 @@ end}
 	if exp := eval[string](b, fmt.Sprintf(`document.querySelector(%s).getAttribute("aria-expanded")`, jsString(lines+" button.fold-toggle"))); exp != "true" {
 		t.Errorf("the unfolded button's aria-expanded is %q", exp)
 	}
+	// Unfolding is the reader's doing, not news: no New messages button.
+	if eval[bool](b, `document.querySelector("#jump-bottom").checkVisibility()`) {
+		t.Error("unfolding a result shows the New messages button")
+	}
 	b.screenshot("long-lines")
 
 	// Copy: what is written to the clipboard is recorded.

@@ -186,6 +186,7 @@ export class Conversation {
   }
 
   event(type, data) {
+    this.follower.arrived();
     switch (type) {
       case "status":
         this.setChat(data.chat);

@@ -49,8 +49,15 @@ export class MessageView {
     this.markLastAnswer();
     if (!live) return;
     if (m.role === "user") this.markFromQueue(li, m);
-    const text = textOf(m);
-    if (m.role === "assistant" && text && this.hooks.onAnswer) this.hooks.onAnswer(text, li.dataset.stopped === "true");
+    if (m.role !== "assistant" || !this.hooks.onAnswer) return;
+    // What it says as read on the page, without the Markdown's marks and
+    // without the code blocks' Copy buttons.
+    const text = [...li.querySelectorAll(".msg-text")].map((el) => {
+      const copy = el.cloneNode(true);
+      for (const b of copy.querySelectorAll("button")) b.remove();
+      return copy.textContent.trim();
+    }).filter(Boolean).join("\n");
+    if (text) this.hooks.onAnswer(text, li.dataset.stopped === "true");
   }
 
   // markFromQueue says on a user message that arrived as it happened that

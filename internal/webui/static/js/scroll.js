@@ -3,7 +3,9 @@
 // the action panel scroll it along. Once they scroll up to read, the view
 // stays where they left it and a "New messages ↓" button offers the way
 // back; it goes when they reach the bottom again, by it or by scrolling.
-// The scrolling box's data-following says which of the two it does.
+// The scrolling box's data-following says which of the two it does. Only
+// content that arrived (see arrived) shows the button: a reader unfolding
+// a long result is not told of new messages.
 
 import { h } from "./dom.js";
 
@@ -19,6 +21,7 @@ export class ScrollFollower {
     this.scroller = scroller;
     this.stick = true;
     this.lastTop = 0;
+    this.fresh = false; // content arrived since the reader left the end
     this.jump = h("button", { type: "button", id: "jump-bottom", class: "jump-bottom", hidden: true,
       onclick: () => this.toBottom() }, "New messages ↓");
     anchor.after(h("div", { class: "jump-row" }, this.jump));
@@ -30,7 +33,10 @@ export class ScrollFollower {
       this.lastTop = top;
       if (up) this.stick = this.distance() <= near;
       else if (this.distance() <= near) this.stick = true;
-      if (this.stick) this.jump.hidden = true;
+      if (this.stick) {
+        this.jump.hidden = true;
+        this.fresh = false;
+      }
       scroller.dataset.following = String(this.stick);
     });
     // A change of size is new (or grown, or removed) content: follow it,
@@ -46,12 +52,18 @@ export class ScrollFollower {
     return s.scrollHeight - s.scrollTop - s.clientHeight;
   }
 
+  // arrived says that content came from the conversation (a message, a
+  // delta, an action), not from the reader opening something.
+  arrived() {
+    this.fresh = true;
+  }
+
   changed() {
     if (this.stick) {
       this.bottom();
       return;
     }
-    if (this.distance() > near) this.jump.hidden = false;
+    if (this.fresh && this.distance() > near) this.jump.hidden = false;
   }
 
   // toBottom scrolls to the newest content and follows it again.
@@ -59,6 +71,7 @@ export class ScrollFollower {
     this.stick = true;
     this.scroller.dataset.following = "true";
     this.jump.hidden = true;
+    this.fresh = false;
     this.bottom();
   }
 

@@ -52,7 +52,7 @@ function folded(pre) {
   const lines = text.split("\n").length;
   if (text.length <= foldChars && lines <= foldLines) return pre;
   pre.classList.add("folded");
-  const more = `Show all (${lines.toLocaleString("en-US")} lines, ${text.length.toLocaleString("en-US")} characters)`;
+  const more = `Show all (${lines === 1 ? "1 line" : `${lines.toLocaleString("en-US")} lines`}, ${text.length.toLocaleString("en-US")} characters)`;
   const button = h("button", { type: "button", class: "fold-toggle", "aria-expanded": "false" }, more);
   button.addEventListener("click", () => {
     const open = pre.classList.toggle("folded") === false;
