@@ -176,6 +176,7 @@ export class ActionPanel {
         progress.hidden = true;
         for (const b of wrap.querySelectorAll("button")) b.disabled = false;
         for (const fs of wrap.querySelectorAll("fieldset")) fs.dataset.decision = "";
+        for (const n of wrap.querySelectorAll(".decision-note")) n.textContent = "";
         if (err.status === 409 && err.code === "status_conflict") {
           this.conflict(err);
           return;
@@ -192,6 +193,7 @@ export class ActionPanel {
       const args = h("textarea", { id: argsId, class: "args-editor", rows: Math.min(12, original.split("\n").length + 1), spellcheck: "false" }, original);
       const reason = h("input", { id: reasonId, class: "reason", type: "text", maxlength: 4096, placeholder: "shown to the model if you deny" });
       const error = h("p", { class: "error call-error", role: "alert", hidden: true });
+      const note = h("p", { class: "decision-note muted" });
       const fs = h("fieldset", { class: "call", dataset: { toolCallId: call.tool_call_id, kind: "approval" } },
         h("legend", {}, `${call.tool_name}`, call.source ? h("span", { class: "muted" }, ` (${call.source})`) : null),
         call.description ? h("p", { class: "muted" }, call.description) : null,
@@ -217,11 +219,12 @@ export class ActionPanel {
         setError(error, "");
         decisions.set(call.tool_call_id, d);
         fs.dataset.decision = approve ? "approve" : "deny";
+        note.textContent = calls.length > 1 ? `Your decision: ${approve ? "approve" : "deny"} (you can still change it)` : "";
         send();
       };
       fs.append(h("div", { class: "decide" },
         h("button", { type: "button", class: "approve primary", onclick: () => decide(true) }, "Approve"),
-        h("button", { type: "button", class: "deny danger", onclick: () => decide(false) }, "Deny")));
+        h("button", { type: "button", class: "deny danger", onclick: () => decide(false) }, "Deny")), note);
       wrap.append(fs);
     }
     wrap.append(progress);
