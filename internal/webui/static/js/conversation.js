@@ -230,6 +230,7 @@ export class Conversation {
     if (this.chat && (this.chat.version || 0) > (c.version || 0)) return;
     const moved = this.chat && this.chat.status !== c.status;
     this.chat = c;
+    this.view.clientHistory = Boolean(c.labels && c.labels.api);
     if (full) this.showContext(c.context);
     if (moved) {
       this.readQueue();

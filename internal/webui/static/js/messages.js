@@ -29,6 +29,7 @@ export class MessageView {
     this.lastId = 0;
     this.waits = new Map(); // tool_call_id → kind, of the calls the chat waits for
     this.seenQueued = new Map(); // queued id → text, of the queued messages shown
+    this.clientHistory = false; // the chat's history may hold a client's assistant messages
   }
 
   // add renders a durable message once; a repeat of a known id is ignored.
@@ -150,8 +151,10 @@ export class MessageView {
     if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0]);
     li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
     // Every answer the model finished carries its usage; one without was
-    // cut short by Stop (the text streamed until then is kept).
-    const stopped = m.role === "assistant" && !m.usage;
+    // cut short by Stop (the text streamed until then is kept). In a chat
+    // made through a compatible API (labelled "api") the client may have
+    // sent assistant messages of its own, which carry none either.
+    const stopped = m.role === "assistant" && !m.usage && !this.clientHistory;
     if (stopped) li.dataset.stopped = "true";
     for (const p of m.parts || []) {
       if (p.type === "text") li.append(this.text(m.role, p.text));
