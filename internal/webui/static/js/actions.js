@@ -116,18 +116,26 @@ export class ActionPanel {
     // The editors check the values themselves, with messages that name the
     // field; the browser's own checks would also block an error report.
     const form = h("form", { id: "tool-results-form", novalidate: true }, editors.map((e) => e.fs), error, button);
+    // In a text box Enter is a new line: Ctrl+Enter (⌘+Enter) sends.
+    form.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && !ev.isComposing) {
+        ev.preventDefault();
+        form.requestSubmit(button);
+      }
+    });
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const results = [];
-      for (const e of editors) {
+      let wrong = false;
+      // Every editor is checked, in reverse so the focus ends on the
+      // first field at fault; each shows what is wrong by the field.
+      for (const e of [...editors].reverse()) {
         const r = e.isError.checked ? { value: e.errorText.value } : e.editor.read();
-        if (r.error) {
-          setError(error, `${e.call.tool_name}: ${r.error}`);
-          return;
-        }
-        results.push({ tool_call_id: e.call.tool_call_id, output: r.value, is_error: e.isError.checked });
+        if (r.error) wrong = true;
+        else results.unshift({ tool_call_id: e.call.tool_call_id, output: r.value, is_error: e.isError.checked });
       }
       setError(error, "");
+      if (wrong) return;
       button.disabled = true;
       try {
         this.hooks.onChat(await this.api.post(this.api.chatPath(chatId, "/tool-results"), { results }));
@@ -143,16 +151,32 @@ export class ActionPanel {
   approvalForms(chatId, calls) {
     const decisions = new Map(); // tool_call_id → decision
     const wrap = h("div", { class: "approvals" });
+    // With several calls, how many are decided: nothing is sent before all are.
+    const progress = h("p", { class: "decisions-progress", role: "status", hidden: true });
     const send = async () => {
       const list = calls.map((c) => decisions.get(c.tool_call_id));
-      if (list.some((d) => !d)) return; // wait until every call is decided
+      const left = list.filter((d) => !d).length;
+      if (calls.length > 1) {
+        progress.textContent = left
+          ? `${calls.length - left} of ${calls.length} decided — waiting for your ${left > 1 ? `other ${left} decisions` : "other decision"}`
+          : `${calls.length} of ${calls.length} decided — sending`;
+        progress.hidden = false;
+      }
+      if (left) {
+        // The keyboard goes on to the next call that waits.
+        const next = calls.find((c) => !decisions.has(c.tool_call_id));
+        wrap.querySelector(`fieldset[data-tool-call-id="${CSS.escape(next.tool_call_id)}"] button.approve`)?.focus();
+        return;
+      }
       for (const b of wrap.querySelectorAll("button")) b.disabled = true;
       try {
         this.hooks.onChat(await this.api.post(this.api.chatPath(chatId, "/approvals"), { decisions: list }));
       } catch (err) {
         decisions.clear();
+        progress.hidden = true;
         for (const b of wrap.querySelectorAll("button")) b.disabled = false;
         for (const fs of wrap.querySelectorAll("fieldset")) fs.dataset.decision = "";
+        for (const n of wrap.querySelectorAll(".decision-note")) n.textContent = "";
         if (err.status === 409 && err.code === "status_conflict") {
           this.conflict(err);
           return;
@@ -169,6 +193,7 @@ export class ActionPanel {
       const args = h("textarea", { id: argsId, class: "args-editor", rows: Math.min(12, original.split("\n").length + 1), spellcheck: "false" }, original);
       const reason = h("input", { id: reasonId, class: "reason", type: "text", maxlength: 4096, placeholder: "shown to the model if you deny" });
       const error = h("p", { class: "error call-error", role: "alert", hidden: true });
+      const note = h("p", { class: "decision-note muted" });
       const fs = h("fieldset", { class: "call", dataset: { toolCallId: call.tool_call_id, kind: "approval" } },
         h("legend", {}, `${call.tool_name}`, call.source ? h("span", { class: "muted" }, ` (${call.source})`) : null),
         call.description ? h("p", { class: "muted" }, call.description) : null,
@@ -194,13 +219,15 @@ export class ActionPanel {
         setError(error, "");
         decisions.set(call.tool_call_id, d);
         fs.dataset.decision = approve ? "approve" : "deny";
+        note.textContent = calls.length > 1 ? `Your decision: ${approve ? "approve" : "deny"} (you can still change it)` : "";
         send();
       };
       fs.append(h("div", { class: "decide" },
         h("button", { type: "button", class: "approve primary", onclick: () => decide(true) }, "Approve"),
-        h("button", { type: "button", class: "deny danger", onclick: () => decide(false) }, "Deny")));
+        h("button", { type: "button", class: "deny danger", onclick: () => decide(false) }, "Deny")), note);
       wrap.append(fs);
     }
+    wrap.append(progress);
     return wrap;
   }
 }

@@ -201,7 +201,10 @@ export class ChatList {
     const rows = [...this.chats.values()]
       .filter((c) => !search || (c.title || "").toLowerCase().includes(search))
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1));
+    // The rows are made again: the chat the keyboard is on keeps the focus.
+    const focusedId = this.el.contains(document.activeElement) ? document.activeElement.closest("li")?.dataset.chatId : null;
     this.el.replaceChildren(...rows.map((c) => this.row(c)));
+    if (focusedId) this.el.querySelector(`li[data-chat-id="${CSS.escape(focusedId)}"] a`)?.focus();
     show($("#list-more"), Boolean(this.cursor) && !search);
     show($("#list-empty"), rows.length === 0);
   }

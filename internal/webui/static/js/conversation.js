@@ -8,8 +8,9 @@ import { $, setError, show } from "./dom.js";
 import { EventStream } from "./sse.js";
 import { MessageView, usageText } from "./messages.js";
 import { ActionPanel } from "./actions.js";
-import { busy, connState, statusText } from "./status.js";
+import { announce, busy, connState, statusAnnouncement, statusText } from "./status.js";
 import { errorKinds } from "./quota.js";
+import { ScrollFollower } from "./scroll.js";
 
 const historyPage = 200;
 
@@ -25,25 +26,14 @@ export class Conversation {
       onEdit: (id, content) => this.editMessage(id, content),
       onRegenerate: () => this.regenerate(),
       onFork: (id) => this.fork(id),
+      // A finished answer is read out once, as it arrives; the history is not.
+      onAnswer: (text, stopped) => announce(stopped ? `Stopped: ${text}` : text),
     });
     this.actions = new ActionPanel(api, { onChat: (c) => this.setChat(c), onConflict: () => this.reread() });
     this.wire();
-    this.stickToBottom();
-  }
-
-  // stickToBottom keeps the newest content in view while the reader is at
-  // the bottom; scrolling up to read stops it until they scroll back.
-  stickToBottom() {
-    const scroller = $("#chat-scroll");
-    this.stick = true;
-    scroller.addEventListener("scroll", () => {
-      this.stick = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
-    });
-    const follow = new ResizeObserver(() => {
-      if (this.stick) scroller.scrollTop = scroller.scrollHeight;
-    });
-    follow.observe($("#messages"));
-    follow.observe($("#action"));
+    // Everything in the scrolling box grows with the conversation: the
+    // messages, the notices, the error and the action panel.
+    this.follower = new ScrollFollower($("#chat-scroll"), [...$("#chat-scroll").children], $("#chat-scroll"));
   }
 
   wire() {
@@ -106,7 +96,7 @@ export class Conversation {
     const epoch = ++this.epoch;
     const left = () => this.epoch !== epoch;
     this.id = id;
-    this.stick = true;
+    this.follower.reset();
     const main = $("#chat");
     main.dataset.chatId = id;
     show(main, true);
@@ -196,6 +186,7 @@ export class Conversation {
   }
 
   event(type, data) {
+    this.follower.arrived();
     switch (type) {
       case "status":
         this.setChat(data.chat);
@@ -239,10 +230,13 @@ export class Conversation {
     if (this.chat && (this.chat.version || 0) > (c.version || 0)) return;
     const moved = this.chat && this.chat.status !== c.status;
     this.chat = c;
+    this.view.clientHistory = Boolean(c.labels && c.labels.api);
     if (full) this.showContext(c.context);
     if (moved) {
       this.readQueue();
       this.reread();
+      const say = statusAnnouncement(c);
+      if (say) announce(say);
     }
     $("#chat-title").textContent = c.title || "Untitled";
     document.title = `${c.title || "Untitled"} · parley`;

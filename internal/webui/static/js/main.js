@@ -8,6 +8,7 @@ import { ChatList } from "./chatlist.js";
 import { Conversation } from "./conversation.js";
 import { NewChatDialog } from "./newchat.js";
 import { Webhooks } from "./webhooks.js";
+import { listKeys } from "./keys.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
@@ -142,6 +143,7 @@ function main() {
     if (token) signIn(token);
   });
   $("#sign-out").addEventListener("click", () => signOut(""));
+  listKeys($("#chat-list"));
   $("#toggle-sidebar").addEventListener("click", () => {
     const open = document.body.dataset.sidebar !== "open";
     document.body.dataset.sidebar = open ? "open" : "closed";

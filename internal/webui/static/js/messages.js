@@ -9,6 +9,8 @@
 
 import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { addCodeCopy, copyButton } from "./copy.js";
+import { toolOutput } from "./toolout.js";
 
 export class MessageView {
   constructor(ol, hooks) {
@@ -26,6 +28,8 @@ export class MessageView {
     this.queuedEls = [];
     this.lastId = 0;
     this.waits = new Map(); // tool_call_id → kind, of the calls the chat waits for
+    this.seenQueued = new Map(); // queued id → text, of the queued messages shown
+    this.clientHistory = false; // the chat's history may hold a client's assistant messages
   }
 
   // add renders a durable message once; a repeat of a known id is ignored.
@@ -44,6 +48,31 @@ export class MessageView {
     this.ol.insertBefore(li, before || this.firstTransient());
     this.lastId = Math.max(this.lastId, m.id);
     this.markLastAnswer();
+    if (!live) return;
+    if (m.role === "user") this.markFromQueue(li, m);
+    if (m.role !== "assistant" || !this.hooks.onAnswer) return;
+    // What it says as read on the page, without the Markdown's marks and
+    // without the code blocks' Copy buttons.
+    const text = [...li.querySelectorAll(".msg-text")].map((el) => {
+      const copy = el.cloneNode(true);
+      for (const b of copy.querySelectorAll("button")) b.remove();
+      return copy.textContent.trim();
+    }).filter(Boolean).join("\n");
+    if (text) this.hooks.onAnswer(text, li.dataset.stopped === "true");
+  }
+
+  // markFromQueue says on a user message that arrived as it happened that
+  // it is one of the queued messages shown, now in the history and
+  // answered next (after a Stop, say).
+  markFromQueue(li, m) {
+    const text = textOf(m);
+    for (const [id, t] of this.seenQueued) {
+      if (t !== text) continue;
+      this.seenQueued.delete(id);
+      li.dataset.fromQueue = "true";
+      li.querySelector(".msg-role").after(h("p", { class: "msg-note from-queue" }, "Running your queued message"));
+      return;
+    }
   }
 
   // replace renders message m again in place of the shown one of its id
@@ -121,11 +150,18 @@ export class MessageView {
     const parts = m.parts || [];
     if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0]);
     li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
+    // Every answer the model finished carries its usage; one without was
+    // cut short by Stop (the text streamed until then is kept). In a chat
+    // made through a compatible API (labelled "api") the client may have
+    // sent assistant messages of its own, which carry none either.
+    const stopped = m.role === "assistant" && !m.usage && !this.clientHistory;
+    if (stopped) li.dataset.stopped = "true";
     for (const p of m.parts || []) {
       if (p.type === "text") li.append(this.text(m.role, p.text));
       else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
     }
+    if (stopped) li.append(h("p", { class: "msg-stopped" }, "Stopped — this answer was cut short"));
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
       li.append(h("div", { class: "msg-usage muted" }, usageText(m.usage)));
     }
@@ -152,7 +188,8 @@ export class MessageView {
       onclick: (e) => run(e.currentTarget, () => this.hooks.onRegenerate()) }, "Regenerate");
     const fork = h("button", { type: "button", class: "msg-fork", "aria-label": "Fork a new chat from this message",
       title: "A new chat with the conversation up to here", onclick: (e) => run(e.currentTarget, () => this.hooks.onFork(m.id)) }, "Fork");
-    return h("div", { class: "msg-actions" }, edit, regen, fork, status);
+    const copy = copyButton(() => textOf(m), "msg-copy", user ? "Copy this message as Markdown" : "Copy this answer as Markdown");
+    return h("div", { class: "msg-actions" }, copy, edit, regen, fork, status);
   }
 
   // edit swaps a user message's text for an editor; Save sends the new
@@ -201,6 +238,7 @@ export class MessageView {
     if (role === "user") return h("div", { class: "msg-text plain" }, text);
     const div = h("div", { class: "msg-text" });
     div.append(renderMarkdown(text));
+    addCodeCopy(div);
     return div;
   }
 
@@ -257,7 +295,7 @@ export class MessageView {
     if (p.type !== "tool-result") return;
     el.querySelector("progress.tool-progress")?.remove();
     el.querySelector(".tool-progress-message")?.remove();
-    const out = h("pre", { class: p.is_error ? "tool-output tool-error" : "tool-output" }, pretty(p.output));
+    const out = toolOutput(p.output, p.is_error);
     // A result over the server's cap was cut; the output ends with the
     // same marker, this says it before the reader scrolls.
     const cut = p.truncated && h("p", { class: "tool-truncated" }, `truncated — ${grouped(p.output_bytes)} bytes in full`);
@@ -401,6 +439,7 @@ export class MessageView {
   // queued shows the messages waiting in the chat's queue, after the rest.
   queued(list) {
     for (const el of this.queuedEls) el.remove();
+    for (const q of list) this.seenQueued.set(q.id, textOf(q));
     this.queuedEls = list.map((q) => h("li", { class: "msg queued", dataset: { role: "user", queuedId: String(q.id) } },
       h("div", { class: "msg-role" }, "You ", h("span", { class: "queued-label" }, "queued")),
       h("div", { class: "msg-text plain" }, (q.parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n"))));
@@ -447,6 +486,12 @@ function grouped(n) {
 
 function duration(ms) {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+// textOf is the text of a message's text parts: what it says, as the
+// Markdown it was written in.
+function textOf(m) {
+  return (m.parts || []).filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
 }
 
 export function usageText(u) {

@@ -33,3 +33,25 @@ export function connState(el, state, what) {
   el.title = words;
   el.setAttribute("aria-label", words);
 }
+
+// announce says text to screen readers through the page's polite live
+// region (#announcer), replacing what it said before: a finished answer,
+// or a change of status that needs the person.
+export function announce(text) {
+  const el = document.getElementById("announcer");
+  if (el) el.textContent = text;
+}
+
+// statusAnnouncement is what a change to chat c's status says, "" for
+// the changes that need no one (running, waiting).
+export function statusAnnouncement(c) {
+  if (c.status === "requires_action") {
+    const calls = (c.required_action && c.required_action.tool_calls) || [];
+    return calls.some((t) => t.kind === "approval") ? "Waiting for your approval" : "Waiting for your result";
+  }
+  if (c.status === "error") {
+    const e = c.last_error || {};
+    return `Error: ${e.message || e.kind || "the run failed"}`;
+  }
+  return "";
+}
