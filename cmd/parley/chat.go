@@ -387,26 +387,27 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 		}
 	}
 
-	if f.chatID == "" {
-		err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
-			DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: content(msg, s.files)})
-	} else {
-		err = s.post(ctx, msg)
-	}
-	for err == nil {
-		if err = s.turn(ctx, false); !interactive {
-			break
+	for {
+		// The first message creates the chat, unless it is continued.
+		if s.chatID == "" {
+			err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
+				DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: content(msg, s.files)})
+		} else {
+			err = s.post(ctx, msg)
 		}
-		if err = s.goOn(err, ""); err != nil {
-			break
-		}
-		for {
-			if msg, err = s.prompt(ctx); err != nil {
-				return s.endOfInput(err) // the chat is idle: nothing to interrupt
-			}
-			if err = s.post(ctx, msg); !s.refusedFiles(err) {
+		if !interactive || !s.refusedFiles(err) {
+			if err != nil {
 				break
 			}
+			if err = s.turn(ctx, false); !interactive {
+				break
+			}
+			if err = s.goOn(err, ""); err != nil {
+				break
+			}
+		}
+		if msg, err = s.prompt(ctx); err != nil {
+			return s.endOfInput(err) // the chat is idle: nothing to interrupt
 		}
 	}
 	return s.stopped(ctx, err)
