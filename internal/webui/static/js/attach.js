@@ -238,12 +238,14 @@ function guardWindow() {
 // maxCached bounds the blob URLs FileViews keeps (the oldest are revoked).
 const maxCached = 200;
 
-// FileViews shows the file parts of messages. The bytes are fetched once
-// per file (images when they come into view) and kept as blob URLs.
+// FileViews shows the file parts of messages. They are read through their
+// chat (GET /chats/{id}/files/{file_id}/content), which serves a message's
+// file even after the file itself was deleted. The bytes are fetched once
+// per file (an image's when it comes into view) and kept as blob URLs.
 export class FileViews {
   constructor(api) {
     this.api = api;
-    this.blobs = new Map(); // file id → Promise of a blob URL
+    this.blobs = new Map(); // content path → Promise of a blob URL
     this.observer = new IntersectionObserver((entries) => {
       for (const e of entries) {
         if (!e.isIntersecting) continue;
@@ -253,13 +255,17 @@ export class FileViews {
     }, { rootMargin: "300px" });
   }
 
+  path(chatId, fileId) {
+    return this.api.chatPath(chatId, `/files/${encodeURIComponent(fileId)}/content`);
+  }
+
   // blobURL fetches a file's bytes, once.
-  blobURL(id) {
-    let p = this.blobs.get(id);
+  blobURL(path) {
+    let p = this.blobs.get(path);
     if (!p) {
-      p = this.fetchBlob(id).then((b) => URL.createObjectURL(b));
-      p.catch(() => this.blobs.delete(id)); // try again next time
-      this.blobs.set(id, p);
+      p = this.fetch(path, "GET").then((res) => res.blob()).then((b) => URL.createObjectURL(b));
+      p.catch(() => this.blobs.delete(path)); // try again next time
+      this.blobs.set(path, p);
       if (this.blobs.size > maxCached) {
         const [oldest, q] = this.blobs.entries().next().value;
         this.blobs.delete(oldest);
@@ -269,10 +275,11 @@ export class FileViews {
     return p;
   }
 
-  async fetchBlob(id) {
+  // fetch requests path with the token; an error answer throws.
+  async fetch(path, method) {
     let res;
     try {
-      res = await fetch(`/api/v1/files/${encodeURIComponent(id)}/content`, { headers: this.api.headers() });
+      res = await fetch(path, { method, headers: this.api.headers() });
     } catch (err) {
       throw new Error(`the server could not be reached (${err.message})`);
     }
@@ -281,28 +288,31 @@ export class FileViews {
       try {
         body = await res.json();
       } catch {
-        // not the API's error body
+        // not the API's error body (a HEAD has none)
       }
-      throw new APIError(res.status, body);
+      const err = new APIError(res.status, body);
+      if (res.status === 401) this.api.onUnauthorized(err);
+      throw err;
     }
-    return res.blob();
+    return res;
   }
 
-  // render is the element of file part p of a message.
-  render(p) {
+  // render is the element of file part p of a message of chat chatId.
+  render(chatId, p) {
     const name = p.name || p.file_id || "file";
-    if ((p.media_type || "").startsWith("image/")) return this.image(p, name);
-    return this.download(p, name);
+    const path = this.path(chatId, p.file_id);
+    if ((p.media_type || "").startsWith("image/")) return this.image(path, p, name);
+    return this.download(path, p, name);
   }
 
   // image is a thumbnail that opens the image full size.
-  image(p, name) {
+  image(path, p, name) {
     const img = h("img", { class: "file-thumb", alt: name });
     const caption = h("span", { class: "file-name muted" }, name);
     const box = h("a", { class: "file-part file-image", dataset: { fileId: p.file_id, state: "loading" } }, img, caption);
     box.addEventListener("parley-load", async () => {
       try {
-        const url = await this.blobURL(p.file_id);
+        const url = await this.blobURL(path);
         img.src = url;
         box.href = url;
         box.target = "_blank";
@@ -317,9 +327,8 @@ export class FileViews {
     return box;
   }
 
-  // download is a link that saves the file, with its size when the
-  // server still knows the file.
-  download(p, name) {
+  // download is a link, with the file's name and size, that saves it.
+  download(path, p, name) {
     const size = h("span", { class: "file-size muted" });
     const link = h("a", { class: "file-part file-download", href: "#", dataset: { fileId: p.file_id },
       "aria-label": `Download ${name}` },
@@ -328,7 +337,7 @@ export class FileViews {
     link.addEventListener("click", async (e) => {
       e.preventDefault();
       try {
-        const a = h("a", { href: await this.blobURL(p.file_id), download: name, hidden: true });
+        const a = h("a", { href: await this.blobURL(path), download: name, hidden: true });
         document.body.append(a);
         a.click();
         a.remove();
@@ -338,10 +347,13 @@ export class FileViews {
         error.hidden = false;
       }
     });
-    this.api.get(`/api/v1/files/${encodeURIComponent(p.file_id)}`).then(
-      (f) => { size.textContent = ` (${bytes(f.size)})`; },
-      () => {}, // a deleted file has no metadata: its name is enough
-    );
+    this.fetch(path, "HEAD").then((res) => {
+      const n = Number(res.headers.get("Content-Length"));
+      if (n > 0) {
+        size.textContent = ` (${bytes(n)})`;
+        link.setAttribute("aria-label", `Download ${name} (${bytes(n)})`);
+      }
+    }, () => {}); // the size is a nicety: the link says the rest when clicked
     return h("span", { class: "file-part-box" }, link, error);
   }
 }

@@ -27,7 +27,7 @@ export class Conversation {
       onEdit: (id, content) => this.editMessage(id, content),
       onRegenerate: () => this.regenerate(),
       onFork: (id) => this.fork(id),
-      renderFile: (p) => files.render(p),
+      renderFile: (p) => files.render(this.id, p),
     });
     this.attach = new Attachments(api, { list: $("#attachments"), input: $("#attach-input"), button: $("#attach"),
       zone: $("#chat"), paste: $("#composer-input") }, (m) => this.composerError(m));
