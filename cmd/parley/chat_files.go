@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/parleyhq/parley/client"
 )
@@ -114,14 +115,67 @@ func trimZero(v float64) string {
 }
 
 // refusedFiles reports whether err is the server's refusal (a 400) of a
-// message with attached files, like a PDF for a model that takes no PDFs.
+// message with attached files, like an image for a model that takes none.
 // It says so, and drops the files: the message was not sent.
 func (s *chatSession) refusedFiles(err error) bool {
 	var ae *client.APIError
 	if len(s.files) == 0 || !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest {
 		return false
 	}
+	fmt.Fprintf(s.info, "the message was not sent: %s\n(the attached files are dropped: /attach the ones the model takes, and send the message again)\n", refusal(ae, s.files))
 	s.files = nil
-	fmt.Fprintf(s.info, "the message was not sent: %s\n(the attached files are dropped: /attach the ones the model takes, and send the message again)\n", ae.Message)
 	return true
+}
+
+// inputNames are the kinds of a model's inputs as a person names them.
+var inputNames = map[string]string{"text": "text", "image": "images", "pdf": "PDFs"}
+
+// refusal says why the server refused a message for one of files: the
+// file by its name, the model and what it takes; other errors as the
+// server worded them.
+func refusal(ae *client.APIError, files []client.File) string {
+	model, _ := ae.Details["model"].(string)
+	kind, _ := ae.Details["kind"].(string)
+	id, _ := ae.Details["file_id"].(string)
+	if ae.Code != "unsupported_input" || model == "" || kind == "" {
+		return ae.Message
+	}
+	name := id
+	for _, f := range files {
+		if f.ID == id {
+			name = f.Name
+		}
+	}
+	var takes []string
+	inputs, _ := ae.Details["inputs"].([]any)
+	for _, in := range inputs {
+		if k, ok := in.(string); ok {
+			takes = append(takes, first(inputNames[k], k))
+		}
+	}
+	msg := fmt.Sprintf("%s: the model %s does not take %s", name, model, first(inputNames[kind], kind))
+	if len(takes) > 0 {
+		msg += " (it takes " + strings.Join(takes, ", ") + ")"
+	}
+	return msg
+}
+
+// refusalError is the server's refusal of a message's file, in words; it
+// unwraps to the *client.APIError.
+type refusalError struct {
+	msg string
+	err error
+}
+
+func (e *refusalError) Error() string { return e.msg }
+func (e *refusalError) Unwrap() error { return e.err }
+
+// worded gives the refusal of one of the attached files in words (see
+// refusal); other errors are returned as they are.
+func (s *chatSession) worded(err error) error {
+	var ae *client.APIError
+	if len(s.files) == 0 || !errors.As(err, &ae) || ae.Code != "unsupported_input" {
+		return err
+	}
+	return &refusalError{msg: refusal(ae, s.files), err: err}
 }

@@ -54,9 +54,10 @@ func TestChatFiles(t *testing.T) {
 		{"a kind the server does not take", archive, "cannot attach " + archive + ": this kind of file can't be attached"},
 		{"a missing file", filepath.Join(dir, "nope.png"), "cannot attach " + filepath.Join(dir, "nope.png") + ": no such file or directory"},
 		{"a directory", dir, "cannot attach " + dir + ": not a regular file"},
+		{"a kind the model does not take", photo, "photo.png: the model textonly does not take images (it takes text)"},
 	} {
-		r := runParley(t, dir, env, "chat", "--file", f.path, "hi")
-		if r.code != 1 || !strings.Contains(r.stderr, f.want) || r.stdout != "" || strings.Contains(r.stderr, "chat ") {
+		r := runParley(t, dir, env, "chat", "--model", "textonly", "--file", f.path, "hi")
+		if r.code != 1 || !strings.Contains(r.stderr, f.want) || r.stdout != "" || strings.Contains(r.stderr, "continue it with") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q, no chat", f.name, r.code, r.stdout, r.stderr, f.want)
 		}
 	}
@@ -67,7 +68,7 @@ func TestChatFiles(t *testing.T) {
 	p.send("/attach " + photo)
 	p.waitFor(p.stderr, "attached photo.png (image/png, ")
 	p.send("Describe it.")
-	p.waitFor(p.stderr, "the message was not sent: ")
+	p.waitFor(p.stderr, "the message was not sent: photo.png: the model textonly does not take images (it takes text)\n")
 	p.send("/attach " + notes)
 	p.waitFor(p.stderr, "attached notes.md (")
 	p.send("Read it.")

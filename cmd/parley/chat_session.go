@@ -48,7 +48,7 @@ type chatSession struct {
 func (s *chatSession) create(ctx context.Context, req client.CreateChatRequest) error {
 	ch, err := s.c.CreateChat(ctx, req)
 	if err != nil {
-		return fmt.Errorf("create the chat: %w", err)
+		return fmt.Errorf("create the chat: %w", s.worded(err))
 	}
 	s.files = nil // they went with the first message
 	s.chatID = ch.ID
@@ -142,7 +142,7 @@ func (s *chatSession) post(ctx context.Context, msg string) error {
 	s.since, s.minVersion = s.seen, 0
 	res, err := s.c.PostMessage(ctx, s.chatID, client.PostMessageRequest{Content: content(msg, s.files)})
 	if err != nil {
-		return fmt.Errorf("send the message: %w", err)
+		return fmt.Errorf("send the message: %w", s.worded(err))
 	}
 	s.files = nil
 	if res.Queued != nil {

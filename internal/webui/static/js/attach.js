@@ -214,6 +214,22 @@ export class Attachments {
   }
 }
 
+// inputNames are the kinds of Model inputs as a person names them.
+const inputNames = { text: "text", image: "images", pdf: "PDFs" };
+
+// refusal says in plain words why the server refused a message for one of
+// its files (the chat's model cannot take that kind), naming the file as
+// attached; "" when err is not such a refusal.
+export function refusal(err, items) {
+  const d = (err && err.details) || {};
+  if (!err || err.status !== 400 || err.code !== "unsupported_input" || !d.model || !d.kind) return "";
+  const item = (items || []).find((it) => it.file && it.file.id === d.file_id);
+  const name = item ? item.name : "A file";
+  const takes = (d.inputs || []).map((k) => inputNames[k] || k).join(", ");
+  return `${name} can't be sent: the model ${d.model} does not take ${inputNames[d.kind] || d.kind}` +
+    `${takes ? ` (it takes ${takes})` : ""}. Remove it to send the message, or use another model.`;
+}
+
 // content builds a message's content: the text alone as a string, or the
 // text (when there is any) and the file parts.
 export function content(text, fileParts) {

@@ -10,7 +10,7 @@ import { MessageView, usageText } from "./messages.js";
 import { ActionPanel } from "./actions.js";
 import { busy, connState, statusText } from "./status.js";
 import { errorKinds } from "./quota.js";
-import { Attachments, FileViews, content } from "./attach.js";
+import { Attachments, FileViews, content, refusal } from "./attach.js";
 
 const historyPage = 200;
 
@@ -366,8 +366,9 @@ export class Conversation {
     if ((!text.trim() && !this.attach.count) || !id || this.sending) return;
     this.sending = true;
     $("#send").disabled = true;
+    let files = null;
     try {
-      const files = await this.attach.take();
+      files = await this.attach.take();
       if (this.id !== id) return;
       const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: content(text, files.parts), busy: "queue" });
       if (this.id !== id) return; // the composer belongs to another chat now
@@ -379,7 +380,7 @@ export class Conversation {
       if (r.message) this.view.add(r.message, true);
       if (r.queued) this.readQueue();
     } catch (err) {
-      if (this.id === id) this.composerError(err.message);
+      if (this.id === id) this.composerError(refusal(err, files && files.items) || err.message);
     } finally {
       this.sending = false;
       $("#send").disabled = false;

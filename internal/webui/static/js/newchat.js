@@ -2,7 +2,7 @@
 // files attached to it), and the chat's tools (server-side globs, approvals, dynamic tools as JSON).
 
 import { $, globs, setError } from "./dom.js";
-import { Attachments, content } from "./attach.js";
+import { Attachments, content, refusal } from "./attach.js";
 
 export class NewChatDialog {
   constructor(api, hooks) {
@@ -80,8 +80,9 @@ export class NewChatDialog {
     }
     const button = $("#new-create");
     button.disabled = true;
+    let files = null;
     try {
-      const files = await this.attach.take();
+      files = await this.attach.take();
       if (files.parts.length) body.message = content(body.message || "", files.parts);
       const c = await this.api.post("/api/v1/chats", body);
       this.attach.clear();
@@ -90,7 +91,7 @@ export class NewChatDialog {
       this.hooks.onCreated(c);
     } catch (err) {
       const field = err.details && err.details.field ? ` (${err.details.field})` : "";
-      setError($("#new-chat-error"), `${err.message}${field}`);
+      setError($("#new-chat-error"), refusal(err, files && files.items) || `${err.message}${field}`);
     } finally {
       button.disabled = false;
     }
