@@ -64,24 +64,42 @@ func (b *browser) pasteFile(sel, name, mediaType string, data []byte) {
 	}
 }
 
+// dropFile drops a file on the element sel, as dragging it from a file
+// manager does.
+func (b *browser) dropFile(sel, name, mediaType string, data []byte) {
+	b.t.Helper()
+	expr := fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%s), (c) => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], %s, {type: %s}));
+		const el = document.querySelector(%s);
+		const over = el.dispatchEvent(new DragEvent("dragover", {dataTransfer: dt, bubbles: true, cancelable: true}));
+		const drop = el.dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+		return !over && !drop;
+	})()`, jsString(base64.StdEncoding.EncodeToString(data)), jsString(name), jsString(mediaType), jsString(sel))
+	if taken := eval[bool](b, expr); !taken {
+		b.fail("the drop of %s was not taken (its default action was not prevented)", name)
+	}
+}
+
 // TestBrowserAttachFiles: a person attaches an image with the file
 // chooser and pastes another; both show as chips with thumbnails, a file
-// of a kind the server does not take is named in plain words, a chip's
-// remove button takes its file off, and the message goes with both images,
-// which the model gets and the conversation shows as thumbnails loaded
-// with the token. A chat whose model takes no images shows the server's
-// refusal and keeps the text and the file.
+// of a kind the server does not take is named in plain words, a file
+// dropped on the conversation is attached and its chip's remove button
+// takes it off again, and the message goes with both images, which the
+// model gets and the conversation shows as thumbnails loaded with the
+// token. A chat whose model takes no images refuses the message in words
+// that name the file, and the text and the file stay. The New chat dialog
+// attaches a pasted image to the first message.
 func TestBrowserAttachFiles(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, filesModels)
 	b := newBrowser(t, desktop)
 	dir := t.TempDir()
 	photo := filepath.Join(dir, "photo.png")
-	notes := filepath.Join(dir, "notes.txt")
 	archive := filepath.Join(dir, "archive.zip")
 	for path, data := range map[string][]byte{
 		photo:   testPNG(t, color.RGBA{200, 40, 40, 255}),
-		notes:   []byte("milk, eggs\n"),
 		archive: []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00not really a zip but it starts like one"),
 	} {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -107,8 +125,8 @@ func TestBrowserAttachFiles(t *testing.T) {
 		`t.includes("archive.zip: this kind of file can't be attached (images, PDF, text, Markdown, JSON, CSV can)")`)
 	b.waitCount("the refused file has no chip", chip, 2)
 
-	// A file attached and removed again is not sent.
-	b.chooseFiles("#attach-input", notes)
+	// A file dropped on the conversation, and removed again, is not sent.
+	b.dropFile("#messages", "notes.txt", "text/plain", []byte("milk, eggs\n"))
 	b.waitCount("the text file's chip is uploaded", chip+`[data-state="ready"][data-name="notes.txt"]`, 1)
 	b.click(`button.attachment-remove[aria-label="Remove notes.txt"]`)
 	b.waitCount("the removed file's chip is gone", chip, 2)
@@ -165,4 +183,15 @@ func TestBrowserAttachFiles(t *testing.T) {
 		t.Errorf("%d user messages shown in the refused chat", n)
 	}
 	b.screenshot("refused")
+
+	// The New chat dialog: an image pasted into the first message.
+	b.click("#new-chat")
+	b.visible("#new-chat-dialog[open]")
+	b.do("choose the echo model", chromedp.SetValue(chromedp.CSS("#new-model"), "echo"))
+	b.replaceValue("#new-message", "And this one?")
+	b.pasteFile("#new-message", "green.png", "image/png", testPNG(t, color.RGBA{40, 160, 40, 255}))
+	b.waitCount("the pasted image's chip in the dialog is uploaded", `#new-attachments li.attachment[data-state="ready"][data-name="green.png"]`, 1)
+	b.click("#new-create")
+	b.waitText("the new chat's answer names the image", `#messages li.msg[data-role="assistant"] .msg-text`, `t.includes("[image green.png,")`)
+	b.waitCount("the new chat's message shows the image", user+` a.file-image[data-state="loaded"] img[alt="green.png"]`, 1)
 }
