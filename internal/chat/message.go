@@ -155,6 +155,14 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			ToolCallID string `json:"tool_call_id"`
 			ToolName   string `json:"tool_name"`
 		}{p.Type, p.ToolCallID, p.ToolName})
+	case PartFile:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			FileID    string `json:"file_id,omitempty"`
+			MediaType string `json:"media_type,omitempty"`
+			Name      string `json:"name,omitempty"`
+			URL       string `json:"url,omitempty"`
+		}{p.Type, p.FileID, p.MediaType, p.Name, p.URL})
 	case PartCompaction:
 		return json.Marshal(struct {
 			Type             string `json:"type"`

@@ -70,6 +70,9 @@ type Model struct {
 	// CompactionModel names another configured model that writes the
 	// summaries; "": the model itself.
 	CompactionModel string `yaml:"compaction_model"`
+	// Inputs are the kinds of content the model takes (InputText,
+	// InputImage, InputPDF); none: DefaultInputs.
+	Inputs []string `yaml:"inputs"`
 }
 
 // Window returns the model's context window in tokens: context_window, else
