@@ -109,8 +109,8 @@ func CompactionCut(live []Message, keep int64) int {
 func EstimateText(s string) int64 { return (int64(len(s)) + 3) / 4 }
 
 // EstimateTokens estimates the tokens msgs take in a model request: their
-// texts, tool calls' arguments, results' outputs and summaries, plus a few
-// per message for the envelope.
+// texts, tool calls' arguments, results' outputs and summaries, and files
+// (estimateFile), plus a few per message for the envelope.
 func EstimateTokens(msgs []Message) int64 {
 	var n int64
 	for _, m := range msgs {
@@ -118,9 +118,26 @@ func EstimateTokens(msgs []Message) int64 {
 		for _, p := range m.Parts {
 			n += EstimateText(p.Text) + EstimateText(p.ToolName) + EstimateText(string(p.Args)) +
 				EstimateText(string(p.Output)) + EstimateText(p.Summary)
+			if p.Type == PartFile {
+				n += estimateFile(p)
+			}
 		}
 	}
 	return n
+}
+
+// fileTokens is what a file part whose bytes are not loaded is reckoned
+// at: about what one image costs on the major providers.
+const fileTokens = 1000
+
+// estimateFile estimates a file part's tokens: its name, plus its text
+// when its bytes are loaded and it is text, else fileTokens.
+func estimateFile(p Part) int64 {
+	n := EstimateText(p.Name)
+	if len(p.Data) > 0 && (strings.HasPrefix(p.MediaType, "text/") || p.MediaType == "application/json") {
+		return n + EstimateText(string(p.Data))
+	}
+	return n + fileTokens
 }
 
 // ContextTokens estimates the tokens of the next model request over
@@ -208,6 +225,9 @@ func transcript(previous *Part, msgs []Message, clip int) string {
 					status = "error"
 				}
 				fmt.Fprintf(&b, "[%s of %s, id %s]\n%s\n\n", status, p.ToolName, p.ToolCallID, clipped(string(p.Output), clip))
+			case PartFile:
+				// The summary names a file; its bytes stay with the message.
+				fmt.Fprintf(&b, "[%s attached the file %s]\n\n", m.Role, fileLabel(p))
 			}
 		}
 	}
@@ -221,4 +241,18 @@ func clipped(s string, n int) string {
 	}
 	head, tail := strings.ToValidUTF8(s[:n/2], ""), strings.ToValidUTF8(s[len(s)-n/2:], "")
 	return fmt.Sprintf("%s … [%d bytes clipped] … %s", head, len(s)-len(head)-len(tail), tail)
+}
+
+// fileLabel names a file part in a transcript: its name and media type, or
+// its URL.
+func fileLabel(p Part) string {
+	switch {
+	case p.Name != "" && p.MediaType != "":
+		return fmt.Sprintf("%q (%s)", p.Name, p.MediaType)
+	case p.Name != "":
+		return fmt.Sprintf("%q", p.Name)
+	case p.URL != "":
+		return p.URL
+	}
+	return p.FileID
 }
