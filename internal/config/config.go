@@ -35,6 +35,7 @@ type Config struct {
 	Engine       Engine  `yaml:"engine"`
 	Quotas       Quotas  `yaml:"quotas"`
 	CORS         CORS    `yaml:"cors"`
+	Files        Files   `yaml:"files"`
 	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
 }
 
@@ -252,6 +253,7 @@ func Default() Config {
 			MaxResponseBytes: 1 << 20,
 			ReloadInterval:   Duration(2 * time.Second),
 		}},
+		Files: Files{MaxBytes: DefaultFileMaxBytes},
 		Engine: Engine{
 			Concurrency:   64,
 			LeaseTTL:      Duration(15 * time.Second),
@@ -369,6 +371,9 @@ func (c *Config) check() error {
 	if err := c.CORS.check(); err != nil {
 		return err
 	}
+	if err := c.Files.check(); err != nil {
+		return err
+	}
 	if err := c.Quotas.Defaults.Check(); err != nil {
 		return fmt.Errorf("quotas.defaults: %w", err)
 	}
@@ -449,6 +454,9 @@ func (c *Config) checkModels() error {
 		}
 		if a := m.CompactAt; a != nil && (*a < 0 || *a >= 1) {
 			return fmt.Errorf("models[%d] (%s): compact_at %g is not a fraction of the window (0 turns compaction off; else between 0 and 1, like 0.8)", i, m.Name, *a)
+		}
+		if err := checkInputs(m.Inputs); err != nil {
+			return fmt.Errorf("models[%d] (%s): %w", i, m.Name, err)
 		}
 	}
 	for i, m := range c.Models {

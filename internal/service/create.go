@@ -70,6 +70,12 @@ func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created
 		return Created{}, err
 	}
 	if first != nil {
+		if err := s.resolveFiles(ctx, owner, "message", first); err != nil {
+			return Created{}, err
+		}
+		if err := s.checkInputs(c.Model, "message", first); err != nil {
+			return Created{}, err
+		}
 		if err := s.checkBudget(ctx, owner); err != nil {
 			return Created{}, fmt.Errorf("create chat: %w", err)
 		}
