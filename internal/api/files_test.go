@@ -360,7 +360,10 @@ func TestFilePartsInMessages(t *testing.T) {
 		if res.status != http.StatusOK || !bytes.Equal(res.body, pngBytes) || res.header.Get("Content-Security-Policy") == "" {
 			t.Fatalf("a deleted attachment through its chat: %d, %d bytes", res.status, len(res.body))
 		}
-		other := s.createChat(alice, map[string]any{"title": "other"})
+		other := s.createChat(alice, map[string]any{"message": []map[string]any{{"type": "file", "file_id": txt.ID}}})
+		if other.Title != "notes.txt" {
+			t.Errorf("a chat whose first message is a file alone is titled %q, want its name", other.Title)
+		}
 		s.do("GET", "/api/v1/chats/"+other.ID+"/files/"+img.ID+"/content", alice, nil).expectError(t, http.StatusNotFound, "not_found")
 		s.do("GET", "/api/v1/chats/"+c.ID+"/files/"+pdf.ID+"/content", alice, nil).expectError(t, http.StatusNotFound, "not_found")
 		// The queued text file is the chat's too.
