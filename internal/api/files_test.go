@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/llm/llmtest"
 )
 
 // Small files of each kind, as their bytes begin.
@@ -360,7 +361,10 @@ func TestFilePartsInMessages(t *testing.T) {
 		if res.status != http.StatusOK || !bytes.Equal(res.body, pngBytes) || res.header.Get("Content-Security-Policy") == "" {
 			t.Fatalf("a deleted attachment through its chat: %d, %d bytes", res.status, len(res.body))
 		}
-		other := s.createChat(alice, map[string]any{"title": "other"})
+		other := s.createChat(alice, map[string]any{"message": []map[string]any{{"type": "file", "file_id": txt.ID}}})
+		if other.Title != "notes.txt" {
+			t.Errorf("a chat whose first message is a file alone is titled %q, want its name", other.Title)
+		}
 		s.do("GET", "/api/v1/chats/"+other.ID+"/files/"+img.ID+"/content", alice, nil).expectError(t, http.StatusNotFound, "not_found")
 		s.do("GET", "/api/v1/chats/"+c.ID+"/files/"+pdf.ID+"/content", alice, nil).expectError(t, http.StatusNotFound, "not_found")
 		// The queued text file is the chat's too.
@@ -393,5 +397,41 @@ func TestFileQuota(t *testing.T) {
 	s.do("GET", "/api/v1/files", alice, nil).expect(t, http.StatusOK, &l)
 	if len(l.Files) != 2 {
 		t.Fatalf("alice has %d files, want 2", len(l.Files))
+	}
+}
+
+// TestAISDKFileParts: a useChat message's file part names an uploaded file
+// by its content URL; the chat's messages give it back with its chat's
+// attachment URL, which serves it.
+func TestAISDKFileParts(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	s := newLive(t, fake, func(su *setup) { su.cfg.Models[0].Inputs = []string{"text", "image"} })
+	tok := s.token("alice")
+	img := s.upload(tok, "cat.png", "image/png", pngBytes)
+	fake.Push(llmtest.Turn{Text: "a cat"})
+	_, done := uiChunks(t, s, tok, map[string]any{"id": "files-1", "parley": map[string]any{"title": "t"},
+		"messages": []any{map[string]any{"id": "u1", "role": "user", "parts": []any{
+			map[string]any{"type": "text", "text": "what is it?"},
+			map[string]any{"type": "file", "mediaType": "image/png", "url": s.url + "/api/v1/files/" + img.ID + "/content"}}}}})
+	if !done {
+		t.Fatal("the stream did not finish")
+	}
+	c := s.listChats(tok, "?label=ai-sdk-chat:files-1").Chats[0]
+	var ui []struct {
+		Role  string
+		Parts []map[string]any
+	}
+	s.do("GET", "/api/v1/ai-sdk/chat/"+c.ID+"/messages", tok, nil).expect(t, http.StatusOK, &ui)
+	if len(ui) != 2 || len(ui[0].Parts) != 2 || ui[0].Parts[1]["type"] != "file" || ui[0].Parts[1]["filename"] != "cat.png" {
+		t.Fatalf("UI messages %+v", ui)
+	}
+	if res := s.do("GET", ui[0].Parts[1]["url"].(string), tok, nil); !bytes.Equal(res.body, pngBytes) {
+		t.Fatalf("the file part's url answers %d, %d bytes", res.status, len(res.body))
+	}
+	// Data URLs are not uploads.
+	r := s.do("POST", "/api/v1/ai-sdk/chat", tok, map[string]any{"id": "files-1", "messages": []any{map[string]any{"id": "u2", "role": "user",
+		"parts": []any{map[string]any{"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,iVBORw0KGgo="}}}}})
+	if r.status != http.StatusBadRequest {
+		t.Fatalf("a data URL: %d %s", r.status, r.body)
 	}
 }
