@@ -1,9 +1,64 @@
 package chat
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
+
+func TestParseContentFileParts(t *testing.T) {
+	parts, err := ParseContent(json.RawMessage(`[{"type":"text","text":"see"},{"type":"file","file_id":"file_1","name":"x","media_type":"text/html"}]`), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the client says of the file is dropped: the server fills it in.
+	if len(parts) != 2 || fmt.Sprint(parts[1]) != fmt.Sprint(Part{Type: PartFile, FileID: "file_1"}) {
+		t.Fatalf("parts %+v", parts)
+	}
+	if _, err := ParseContent(json.RawMessage(`[{"type":"file","file_id":"file_1"}]`), DefaultLimits); err != nil {
+		t.Fatalf("a file alone: %v", err)
+	}
+	many := make([]string, MaxFileParts+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"type":"file","file_id":"file_%d"}`, i)
+	}
+	for raw, field := range map[string]string{
+		`[{"type":"file"}]`: "content[0].file_id",
+		`[{"type":"text","text":"a"},{"type":"file","url":"https://example.com/a.png"}]`: "content[1].file_id",
+		`[{"type":"file","file_id":"file_1","url":"https://example.com/a.png"}]`:         "content[0].file_id",
+		`[{"type":"image","file_id":"file_1"}]`:                                          "content[0].type",
+		"[" + strings.Join(many, ",") + "]":                                              "content",
+	} {
+		_, err := ParseContent(json.RawMessage(raw), DefaultLimits)
+		if ve, ok := err.(*ValidationError); !ok || ve.Field != field {
+			t.Errorf("content %.80s: got %v, want an error on %s", raw, err, field)
+		}
+	}
+}
+
+func TestFilePartJSON(t *testing.T) {
+	p := Part{Type: PartFile, FileID: "file_1", MediaType: "image/png", Name: "cat.png", Data: []byte("secret bytes")}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"type":"file","file_id":"file_1","media_type":"image/png","name":"cat.png"}` {
+		t.Fatalf("a file part as JSON: %s", b)
+	}
+	var back Part
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	p.Data = nil
+	if fmt.Sprint(back) != fmt.Sprint(p) {
+		t.Fatalf("round trip %+v, want %+v", back, p)
+	}
+	u, _ := json.Marshal(Part{Type: PartFile, URL: "https://example.com/a.png"})
+	if string(u) != `{"type":"file","url":"https://example.com/a.png"}` {
+		t.Fatalf("a URL part as JSON: %s", u)
+	}
+}
 
 func TestFileKindOf(t *testing.T) {
 	for mt, want := range map[string]string{

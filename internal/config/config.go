@@ -35,6 +35,7 @@ type Config struct {
 	Engine       Engine  `yaml:"engine"`
 	Quotas       Quotas  `yaml:"quotas"`
 	CORS         CORS    `yaml:"cors"`
+	Files        Files   `yaml:"files"`
 	LogLevel     string  `yaml:"log_level"` // debug | info | warn | error
 }
 
@@ -70,6 +71,9 @@ type Model struct {
 	// CompactionModel names another configured model that writes the
 	// summaries; "": the model itself.
 	CompactionModel string `yaml:"compaction_model"`
+	// Inputs are the kinds of content the model takes (InputText,
+	// InputImage, InputPDF); none: DefaultInputs.
+	Inputs []string `yaml:"inputs"`
 }
 
 // Window returns the model's context window in tokens: context_window, else
@@ -249,6 +253,7 @@ func Default() Config {
 			MaxResponseBytes: 1 << 20,
 			ReloadInterval:   Duration(2 * time.Second),
 		}},
+		Files: Files{MaxBytes: DefaultFileMaxBytes},
 		Engine: Engine{
 			Concurrency:   64,
 			LeaseTTL:      Duration(15 * time.Second),
@@ -366,6 +371,9 @@ func (c *Config) check() error {
 	if err := c.CORS.check(); err != nil {
 		return err
 	}
+	if err := c.Files.check(); err != nil {
+		return err
+	}
 	if err := c.Quotas.Defaults.Check(); err != nil {
 		return fmt.Errorf("quotas.defaults: %w", err)
 	}
@@ -446,6 +454,9 @@ func (c *Config) checkModels() error {
 		}
 		if a := m.CompactAt; a != nil && (*a < 0 || *a >= 1) {
 			return fmt.Errorf("models[%d] (%s): compact_at %g is not a fraction of the window (0 turns compaction off; else between 0 and 1, like 0.8)", i, m.Name, *a)
+		}
+		if err := checkInputs(m.Inputs); err != nil {
+			return fmt.Errorf("models[%d] (%s): %w", i, m.Name, err)
 		}
 	}
 	for i, m := range c.Models {

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Text", textTests},
 		{"Quotas", quotaTests},
 		{"FairAcquire", fairTests},
+		{"Files", fileTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
