@@ -88,3 +88,13 @@ func TestWithFilesIsOwnerScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The title call names a message's files and sends none of them.
+func TestTitleNamesFiles(t *testing.T) {
+	parts := []chat.Part{chat.TextPart("what is this?"),
+		{Type: chat.PartFile, FileID: "file_1", MediaType: "image/png", Name: "cat.png", Data: []byte("x")}}
+	got := namedFiles(parts)
+	if len(got) != 2 || got[1].Type != chat.PartText || got[1].Text != "[image cat.png]" || parts[1].Type != chat.PartFile {
+		t.Fatalf("namedFiles = %+v (input %+v)", got, parts)
+	}
+}

@@ -44,8 +44,8 @@ type inFile struct {
 // holding its data URL and name. size is the bytes of its text. Data URLs
 // are checked here, so a provider never refuses them: base64, of a media
 // type parley sends (images: PNG, JPEG, GIF, WebP; files: PDF, or text),
-// and bytes that are of that type.
-func userContent(raw json.RawMessage, param string) (parts []chat.Part, size int, err error) {
+// and bytes that are of that type; and each must pass rules.
+func userContent(raw json.RawMessage, param string, rules fileRules) (parts []chat.Part, size int, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '[' {
 		text, err := contentText(raw, param, false)
@@ -65,7 +65,10 @@ func userContent(raw json.RawMessage, param string) (parts []chat.Part, size int
 	}
 	for i, p := range in {
 		pp := fmt.Sprintf("%s[%d]", param, i)
-		var f chat.Part
+		var (
+			f     chat.Part
+			bytes int
+		)
 		switch p.Type {
 		case "text":
 			text.WriteString(p.Text)
@@ -75,18 +78,25 @@ func userContent(raw json.RawMessage, param string) (parts []chat.Part, size int
 			if p.ImageURL == nil || p.ImageURL.URL == "" {
 				return nil, 0, invalid(pp+".image_url.url", "an image_url part needs its url")
 			}
-			if f, err = imagePart(p.ImageURL.URL, pp+".image_url.url"); err != nil {
+			if f, bytes, err = imagePart(p.ImageURL.URL, pp+".image_url.url"); err != nil {
 				return nil, 0, err
 			}
 		case "file":
 			if p.File == nil || p.File.FileID != "" || p.File.FileData == "" {
 				return nil, 0, invalid(pp+".file", "a file part needs file_data, a base64 data URL (parley does not know OpenAI file ids)")
 			}
-			if f, err = filePart(p.File.FileData, p.File.Filename, pp+".file.file_data"); err != nil {
+			if f, bytes, err = filePart(p.File.FileData, p.File.Filename, pp+".file.file_data"); err != nil {
 				return nil, 0, err
 			}
 		default:
 			return nil, 0, invalid(pp+".type", "%q is not supported: a user message takes text, image_url and file parts", p.Type)
+		}
+		kind := chat.FileKindOf(f.MediaType)
+		if f.MediaType == "" {
+			kind = chat.FileImage // an image on the web
+		}
+		if err := rules.check(kind, bytes, pp); err != nil {
+			return nil, 0, err
 		}
 		if files++; files > maxFileParts {
 			return nil, 0, invalid(param, "holds more than %d images and files", maxFileParts)
@@ -110,37 +120,39 @@ func joinTexts(parts []chat.Part) string {
 	return b.String()
 }
 
-// imagePart is an image given by URL: an http(s) URL as it is, or a
-// checked data URL.
-func imagePart(url, param string) (chat.Part, error) {
+// imagePart is an image given by URL, with its size (0 on the web): an
+// http(s) URL as it is, or a checked data URL.
+func imagePart(url, param string) (chat.Part, int, error) {
 	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
 		if strings.ContainsAny(url, " \t\r\n") {
-			return chat.Part{}, invalid(param, "is not a valid URL")
+			return chat.Part{}, 0, invalid(param, "is not a valid URL")
 		}
-		return chat.Part{Type: chat.PartFile, URL: url}, nil
+		return chat.Part{Type: chat.PartFile, URL: url}, 0, nil
 	}
-	mt, err := checkDataURL(url, param, chat.FileImage)
+	mt, size, err := checkDataURL(url, param, chat.FileImage)
 	if err != nil {
-		return chat.Part{}, err
+		return chat.Part{}, 0, err
 	}
-	return chat.Part{Type: chat.PartFile, URL: url, MediaType: mt}, nil
+	return chat.Part{Type: chat.PartFile, URL: url, MediaType: mt}, size, nil
 }
 
-// filePart is a file given as a data URL: a PDF, or a text file.
-func filePart(dataURL, name, param string) (chat.Part, error) {
-	mt, err := checkDataURL(dataURL, param, chat.FilePDF, chat.FileText)
+// filePart is a file given as a data URL, with its size: a PDF, or a text
+// file.
+func filePart(dataURL, name, param string) (chat.Part, int, error) {
+	mt, size, err := checkDataURL(dataURL, param, chat.FilePDF, chat.FileText)
 	if err != nil {
-		return chat.Part{}, err
+		return chat.Part{}, 0, err
 	}
 	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' }) || len(name) > 255 {
-		return chat.Part{}, invalid(strings.TrimSuffix(param, ".file_data")+".filename", "must be valid UTF-8 of at most 255 bytes, without control characters")
+		return chat.Part{}, 0, invalid(strings.TrimSuffix(param, ".file_data")+".filename", "must be valid UTF-8 of at most 255 bytes, without control characters")
 	}
-	return chat.Part{Type: chat.PartFile, URL: dataURL, MediaType: mt, Name: name}, nil
+	return chat.Part{Type: chat.PartFile, URL: dataURL, MediaType: mt, Name: name}, size, nil
 }
 
 // checkDataURL checks a base64 data URL of one of kinds (chat.FileKindOf)
-// whose bytes are of its media type, and returns that type.
-func checkDataURL(url, param string, kinds ...string) (string, error) {
+// whose bytes are of its media type, and returns that type and the size
+// of the bytes.
+func checkDataURL(url, param string, kinds ...string) (string, int, error) {
 	want := map[string]string{
 		chat.FileImage: "an image (PNG, JPEG, GIF or WebP)",
 		chat.FilePDF:   "a PDF",
@@ -153,11 +165,11 @@ func checkDataURL(url, param string, kinds ...string) (string, error) {
 	expected := strings.Join(wanted, " or ")
 	mt, data, err := llm.ParseDataURL(url)
 	if err != nil {
-		return "", invalid(param, "must be an http(s) URL or a base64 data URL of %s, like data:image/png;base64,...: %v", expected, err)
+		return "", 0, invalid(param, "must be an http(s) URL or a base64 data URL of %s, like data:image/png;base64,...: %v", expected, err)
 	}
 	kind := chat.FileKindOf(mt)
 	if !slices.Contains(kinds, kind) {
-		return "", invalid(param, "is of media type %s: parley takes %s here", mt, expected)
+		return "", 0, invalid(param, "is of media type %s: parley takes %s here", mt, expected)
 	}
 	sniffed, _, _ := strings.Cut(http.DetectContentType(data), ";")
 	ok := sniffed == mt
@@ -165,56 +177,39 @@ func checkDataURL(url, param string, kinds ...string) (string, error) {
 		ok = utf8.Valid(data) && !bytes.ContainsRune(data, 0)
 	}
 	if !ok {
-		return "", invalid(param, "says %s, but its bytes are not %s data", mt, mt)
+		return "", 0, invalid(param, "says %s, but its bytes are not %s data", mt, mt)
 	}
-	return mt, nil
+	return mt, len(data), nil
 }
 
-// checkTaken refuses, naming its content part, an image or file of parts
-// (a user message's, read from content) that the model cannot take.
-func checkTaken(parts []chat.Part, content json.RawMessage, param, model string, takes func(kind string) bool) error {
-	if takes == nil {
-		return nil
+// fileRules are what a request's images and files are held to.
+type fileRules struct {
+	model    string
+	takes    func(kind string) bool // the kinds of input the model takes; nil: every kind
+	maxBytes int64                  // the size of one file (files.max_bytes); 0: no limit
+}
+
+// fileRules are the rules of a request to model: its entry's inputs, and
+// files.max_bytes.
+func (f *Facade) fileRules(model string) fileRules {
+	r := fileRules{model: model, maxBytes: f.cfg.Files.MaxBytes}
+	if m, ok := f.cfg.FindModel(model); ok {
+		r.takes = m.TakesInput
 	}
-	var raw []json.RawMessage
-	_ = json.Unmarshal(content, &raw) // parts with files came from an array
-	var files []int                   // the content index of each file
-	for j, r := range raw {
-		var p inPart
-		if json.Unmarshal(r, &p) == nil && p.Type != "text" {
-			files = append(files, j)
-		}
+	return r
+}
+
+// check refuses, naming its part (param), a file of kind and size the
+// rules do not let through.
+func (r fileRules) check(kind string, size int, param string) error {
+	if r.maxBytes > 0 && int64(size) > r.maxBytes {
+		return invalid(param, "is a file of %d bytes, at most %d allowed (files.max_bytes)", size, r.maxBytes)
 	}
-	n := 0
-	for _, p := range parts {
-		if p.Type != chat.PartFile {
-			continue
-		}
-		kind := chat.FileKindOf(p.MediaType)
-		if p.MediaType == "" {
-			kind = chat.FileImage // an image on the web
-		}
-		at := param
-		if n < len(files) {
-			at = fmt.Sprintf("%s[%d]", param, files[n])
-		}
-		n++
-		if !takes(kind) {
-			return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unsupported_input", Param: &at,
-				Message: fmt.Sprintf("model %q does not take %s input (its model entry's inputs say what it takes)", model, kind)}
-		}
+	if r.takes != nil && !r.takes(kind) {
+		return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unsupported_input", Param: &param,
+			Message: fmt.Sprintf("model %q does not take %s input (its model entry's inputs say what it takes)", r.model, kind)}
 	}
 	return nil
-}
-
-// takes says which kinds of input model takes (its entry's inputs); nil
-// for a model not configured, which the request's check refused already.
-func (f *Facade) takes(model string) func(kind string) bool {
-	m, ok := f.cfg.FindModel(model)
-	if !ok {
-		return nil
-	}
-	return m.TakesInput
 }
 
 // filePartAt is the index of the first input_image or input_file part of a

@@ -137,8 +137,12 @@ func TestFilesThroughResponses(t *testing.T) {
 // with a 400 in OpenAI's shape, naming the part, before anything is
 // written or sent.
 func TestFileRefusals(t *testing.T) {
-	r, fake := newSQLite(t, func(d *api.Deps) { d.Config.Models[0].Inputs = []string{"text", "image"} })
+	r, fake := newSQLite(t, func(d *api.Deps) {
+		d.Config.Models[0].Inputs = []string{"text", "image"}
+		d.Config.Files.MaxBytes = 1000
+	})
 	tok := r.token("alice")
+	bigText := "data:text/plain;base64," + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("a", 1001)))
 	user := func(parts string) string {
 		return `{"model":"fake","messages":[{"role":"user","content":[{"type":"text","text":"see"},` + parts + `]}]}`
 	}
@@ -150,6 +154,7 @@ func TestFileRefusals(t *testing.T) {
 		{"bytes not of the type", user(image("data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(llmtest.PNG))), at + ".image_url.url", "not image/jpeg data"},
 		{"not a URL", user(image("file:///etc/passwd")), at + ".image_url.url", "data URL"},
 		{"a PDF the model does not take", user(`{"type":"file","file":{"file_data":"` + pdfURL + `","filename":"a.pdf"}}`), at, "does not take pdf input"},
+		{"a file over files.max_bytes", user(`{"type":"file","file":{"file_data":"` + bigText + `","filename":"a.txt"}}`), at, "at most 1000 allowed (files.max_bytes)"},
 		{"an OpenAI file id", user(`{"type":"file","file":{"file_id":"file-abc"}}`), at + ".file", "file_data"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

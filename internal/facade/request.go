@@ -128,10 +128,9 @@ func (r *completionRequest) dynamicTools() ([]chat.DynamicTool, error) {
 // conversation maps the request's messages. It checks what is the
 // request's own business (roles, shapes, that tool messages follow an
 // assistant message's calls, that no user message's text is over
-// maxMessageBytes, that the model takes each image and file (takes, by
-// their kind: chat.FileKindOf; nil takes all), naming the message); the
-// service checks the rest of the history.
-func (r *completionRequest) conversation(maxMessageBytes int, takes func(kind string) bool) (conversation, error) {
+// maxMessageBytes, that each image and file passes rules, naming the
+// message or its part); the service checks the rest of the history.
+func (r *completionRequest) conversation(maxMessageBytes int, rules fileRules) (conversation, error) {
 	var cv conversation
 	if len(r.Messages) == 0 {
 		return cv, invalid("messages", "must hold at least one message")
@@ -149,15 +148,12 @@ func (r *completionRequest) conversation(maxMessageBytes int, takes func(kind st
 			}
 			system = append(system, text)
 		case "user":
-			parts, size, err := userContent(m.Content, param+".content")
+			parts, size, err := userContent(m.Content, param+".content", rules)
 			if err != nil {
 				return cv, err
 			}
 			if size > maxMessageBytes {
 				return cv, invalid(param+".content", "is %d bytes, at most %d allowed (limits.max_message_bytes)", size, maxMessageBytes)
-			}
-			if err := checkTaken(parts, m.Content, param+".content", r.Model, takes); err != nil {
-				return cv, err
 			}
 			cv.History = append(cv.History, chat.Message{Role: chat.RoleUser, Parts: parts})
 		case "assistant":

@@ -21,7 +21,7 @@ func TestConversationMapping(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	cv, err := req.conversation(1<<20, nil)
+	cv, err := req.conversation(1<<20, fileRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestConversationRefusals(t *testing.T) {
 		if err := json.Unmarshal([]byte(msgs), &req.Messages); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		_, err := req.conversation(1<<20, nil)
+		_, err := req.conversation(1<<20, fileRules{})
 		ae, ok := err.(*apiError)
 		if !ok || ae.Status != 400 || ae.Param == nil {
 			t.Errorf("%s: %v, want a 400 naming its param", name, err)

@@ -59,7 +59,7 @@ func (f *Facade) newResponse(ctx context.Context, owner string, req *responsesRe
 	if err != nil {
 		return target{}, err
 	}
-	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes, f.takes(cr.Model))
+	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(cr.Model))
 	if err != nil {
 		return target{}, inputError(err, idx)
 	}
