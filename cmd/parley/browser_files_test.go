@@ -187,6 +187,7 @@ func TestBrowserAttachFiles(t *testing.T) {
 	// The New chat dialog: an image pasted into the first message.
 	b.click("#new-chat")
 	b.visible("#new-chat-dialog[open]")
+	b.waitCount("the dialog lists the models", `#new-model option[value="echo"]`, 1)
 	b.do("choose the echo model", chromedp.SetValue(chromedp.CSS("#new-model"), "echo"))
 	b.replaceValue("#new-message", "And this one?")
 	b.pasteFile("#new-message", "green.png", "image/png", testPNG(t, color.RGBA{40, 160, 40, 255}))
