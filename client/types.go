@@ -171,6 +171,11 @@ const (
 	// summarises the conversation up to its ThroughMessageID: the model sees
 	// the summary in place of those messages, which stay in the history.
 	PartCompaction = "compaction"
+	// PartFile is a file attached to a user message (an image, a PDF, a
+	// text file): FileID names the uploaded file (UploadFile), MediaType
+	// and Name are what the server found when it was stored. Send one with
+	// FilePart.
+	PartFile = "file"
 )
 
 // Why a compaction was made (Part.Source of a PartCompaction).
@@ -181,8 +186,8 @@ const (
 )
 
 // Part is one piece of a message: text, reasoning, a tool call, a tool
-// result, a decision on a call or a compaction; the fields of its Type are
-// set.
+// result, a decision on a call, a compaction or an attached file; the
+// fields of its Type are set.
 type Part struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
@@ -202,6 +207,11 @@ type Part struct {
 	TokensBefore     int64  `json:"tokens_before,omitempty"`
 	ContextWindow    int64  `json:"context_window,omitempty"`
 	ThroughMessageID int64  `json:"through_message_id,omitempty"`
+
+	// A file part's fields (PartFile).
+	FileID    string `json:"file_id,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Name      string `json:"name,omitempty"`
 }
 
 // ToolDecision is who decided what on a call that needed approval, as the
@@ -259,7 +269,8 @@ type CreateChatRequest struct {
 	SystemPrompt string            `json:"system_prompt,omitempty"`
 	Title        string            `json:"title,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
-	// Message is the first user message: a string, or []Part of text parts.
+	// Message is the first user message: a string, or []Part of text and
+	// file parts (TextPart, FilePart).
 	Message      any           `json:"message,omitempty"`
 	DynamicTools []DynamicTool `json:"dynamic_tools,omitempty"`
 	// Tools narrows the server-side tools offered to the model to those one
@@ -350,7 +361,8 @@ const (
 
 // PostMessageRequest is the body of POST /api/v1/chats/{id}/messages.
 type PostMessageRequest struct {
-	// Content is a string, or []Part of text parts. It is sent as
+	// Content is a string, or []Part of text and file parts (TextPart,
+	// FilePart). It is sent as
 	// "message", the name POST /api/v1/chats uses too ("content" is the
 	// older name of the field).
 	Content any `json:"message"`

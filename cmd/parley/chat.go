@@ -31,6 +31,7 @@ type chatFlags struct {
 	tools        []string // NAME=FILE[:DESCRIPTION]
 	serverTools  []string // --tools globs; nil: not given
 	approve      []string // --approve globs
+	files        []string // --file paths
 	model        string
 	systemPrompt string
 	toolTimeout  time.Duration
@@ -55,6 +56,7 @@ reached the server; a --token you gave shows as "--token …", never its
 value).
 
 Commands of an interactive session (not sent to the model):
+  /attach PATH attach the file at PATH to your next message (as --file)
   /compact     summarise the older part of the chat to free its model's
                context window, and wait; it prints "compacted: N tokens
                before", or why there is nothing to compact
@@ -73,6 +75,14 @@ name and the start of its result.
 A chat continued with --chat that waits for tool results or approvals
 (requires_action) shows its pending calls at once and asks for them, before
 any message.
+
+Files: each --file PATH (repeatable) uploads the file at PATH and attaches it
+to the first message sent: an image (PNG, JPEG, GIF, WebP), a PDF, or a text,
+Markdown, JSON or CSV file, up to the server's size limit (files.max_bytes,
+20 MB by default). The model must take the kind of file (its "inputs" on the
+server): a file it cannot take is refused when the message is sent, and in an
+interactive session the message is not sent and you are asked again. See
+docs/files.md.
 
 Dynamic tools: each --tool NAME=FILE[:DESCRIPTION] declares a tool the model
 may call, with the JSON Schema of its arguments read from FILE (an object
@@ -130,6 +140,9 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
   echo '{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}' > weather.json
   parley chat --tool 'get_weather=weather.json:Current weather for a city' '/call get_weather {"city":"Paris"}'
 
+  # Ask about an image
+  parley chat --file photo.png "What is in this picture?"
+
   # Only some of the server's tools
   parley chat --tools 'weather_*,github_search_issues' "Any open issue about rain?"
 
@@ -168,6 +181,7 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 	fl.StringArrayVar(&f.tools, "tool", nil, "declare a dynamic tool that you answer: `NAME=FILE[:DESCRIPTION]`, FILE holding its JSON Schema (repeatable)")
 	fl.StringSliceVar(&f.serverTools, "tools", nil, "offer a new chat's model only the server-side tools these `globs` match (comma-separated, repeatable; '' for none; default: every one)")
 	fl.StringSliceVar(&f.approve, "approve", nil, "ask your approval of each call of the server-side tools these `globs` match, besides those the server requires it of (comma-separated, repeatable; new chats)")
+	fl.StringArrayVar(&f.files, "file", nil, "attach the file at `PATH` to the first message sent: an image, a PDF, a text, Markdown, JSON or CSV file (repeatable)")
 	fl.StringVar(&f.model, "model", "", "`model` of a new chat (default: the server's default)")
 	fl.StringVar(&f.systemPrompt, "system", "", "system `prompt` of a new chat")
 	fl.DurationVar(&f.toolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
@@ -352,6 +366,11 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 			err = explainUnauthorized(explainConnError(err, url), f, tokenFile)
 		}
 	}()
+	for _, path := range f.files {
+		if err = s.attach(ctx, path); err != nil {
+			return err
+		}
+	}
 	interactive := len(argv) == 0
 	if f.chatID != "" {
 		if err = s.open(ctx, f.chatID); err != nil {
@@ -368,23 +387,28 @@ func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicToo
 		}
 	}
 
-	if f.chatID == "" {
-		err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
-			DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: msg})
-	} else {
-		err = s.post(ctx, msg)
-	}
-	for err == nil {
-		if err = s.turn(ctx, false); !interactive {
-			break
+	for {
+		// The first message creates the chat, unless it is continued.
+		if s.chatID == "" {
+			err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
+				DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: content(msg, s.files)})
+		} else {
+			err = s.post(ctx, msg)
 		}
-		if err = s.goOn(err, ""); err != nil {
-			break
+		if !interactive || !s.refusedFiles(err) {
+			if err != nil {
+				break
+			}
+			if err = s.turn(ctx, false); !interactive {
+				break
+			}
+			if err = s.goOn(err, ""); err != nil {
+				break
+			}
 		}
 		if msg, err = s.prompt(ctx); err != nil {
 			return s.endOfInput(err) // the chat is idle: nothing to interrupt
 		}
-		err = s.post(ctx, msg)
 	}
 	return s.stopped(ctx, err)
 }

@@ -11,6 +11,7 @@ import (
 
 // chatHelp lists the commands of an interactive session.
 const chatHelp = `commands:
+  /attach PATH attach the file at PATH to your next message
   /compact     summarise the older part of the chat, to free its model's context window
   /edit TEXT   replace your last message with TEXT and answer it again
   /retry       answer your last message again (after a failure: try the failed run again)
@@ -46,6 +47,12 @@ func (s *chatSession) prompt(ctx context.Context) (string, error) {
 		switch name {
 		case "/help":
 			fmt.Fprint(s.info, chatHelp)
+			continue
+		case "/attach":
+			// There need be no chat yet: the file goes with the next message.
+			if err := s.goOn(s.attachCommand(ctx, arg), name); err != nil {
+				return "", err
+			}
 			continue
 		case "/compact":
 			run = s.compact

@@ -39,16 +39,18 @@ type chatSession struct {
 	midLine  bool            // the answer output does not end with a newline
 	streamed map[int64]bool
 
-	minVersion int64 // an idle status ends the turn only if the chat's version is above it
-	failed     error // the last turn ended with the chat in error (a *chatFailedError)
+	files      []client.File // attached to the next message (--file, /attach)
+	minVersion int64         // an idle status ends the turn only if the chat's version is above it
+	failed     error         // the last turn ended with the chat in error (a *chatFailedError)
 }
 
 // create makes the chat with its first message and opens its stream.
 func (s *chatSession) create(ctx context.Context, req client.CreateChatRequest) error {
 	ch, err := s.c.CreateChat(ctx, req)
 	if err != nil {
-		return fmt.Errorf("create the chat: %w", err)
+		return fmt.Errorf("create the chat: %w", s.worded(err))
 	}
+	s.files = nil // they went with the first message
 	s.chatID = ch.ID
 	fmt.Fprintf(s.info, "chat %s\n", ch.ID)
 	for _, w := range ch.Warnings {
@@ -138,10 +140,11 @@ func (s *chatSession) next(ctx context.Context) (client.ChatEvent, bool) {
 // post sends a user message; the turn then waits for its answer.
 func (s *chatSession) post(ctx context.Context, msg string) error {
 	s.since, s.minVersion = s.seen, 0
-	res, err := s.c.PostMessage(ctx, s.chatID, client.PostMessageRequest{Content: msg})
+	res, err := s.c.PostMessage(ctx, s.chatID, client.PostMessageRequest{Content: content(msg, s.files)})
 	if err != nil {
-		return fmt.Errorf("send the message: %w", err)
+		return fmt.Errorf("send the message: %w", s.worded(err))
 	}
+	s.files = nil
 	if res.Queued != nil {
 		fmt.Fprintln(s.info, "(the chat is busy: your message is queued and answered next)")
 	}

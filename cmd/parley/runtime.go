@@ -164,6 +164,7 @@ func startEngine(ctx context.Context, cfg *config.Config, models *catalog.Catalo
 	ec.MaxSteps = cfg.Limits.MaxSteps
 	ec.ToolResultTimeout = time.Duration(cfg.Limits.ToolResultTimeout)
 	ec.Budget = &quota.Budget{Defaults: cfg.Quotas.Defaults}
+	ec.Files = st // the bytes of the files each model call sends
 	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{MaxResultBytes: cfg.Tools.MaxResultBytes}, log), log.With("component", "engine"))
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

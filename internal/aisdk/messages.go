@@ -37,8 +37,11 @@ func Messages(history []chat.Message, clientTools map[string]bool, pending []cha
 			cur = nil
 			u := UIMessage{ID: MessageID(m.ID), Role: "user", Parts: []UIPart{}}
 			for _, p := range m.Parts {
-				if p.Type == "text" {
+				switch {
+				case p.Type == chat.PartText:
 					u.Parts = append(u.Parts, UIPart{Type: "text", Text: p.Text})
+				case p.Type == chat.PartFile && p.FileID != "":
+					u.Parts = append(u.Parts, UIPart{Type: "file", MediaType: p.MediaType, Filename: p.Name, URL: FileURL(m.ChatID, p.FileID)})
 				}
 			}
 			out = append(out, u)

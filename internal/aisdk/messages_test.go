@@ -57,3 +57,16 @@ func TestMessages(t *testing.T) {
 		t.Fatalf("empty history: %s", b)
 	}
 }
+
+func TestMessagesFileParts(t *testing.T) {
+	history := []chat.Message{{ID: 1, ChatID: "c1", Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("see"),
+		{Type: chat.PartFile, FileID: "file_1", MediaType: "image/png", Name: "cat.png"}}}}
+	got := Messages(history, nil, nil, false)
+	if len(got) != 1 || len(got[0].Parts) != 2 {
+		t.Fatalf("messages %+v", got)
+	}
+	b, _ := json.Marshal(got[0].Parts[1])
+	if string(b) != `{"type":"file","mediaType":"image/png","filename":"cat.png","url":"/api/v1/chats/c1/files/file_1/content"}` {
+		t.Fatalf("a file part as a UIPart: %s", b)
+	}
+}

@@ -3,6 +3,7 @@ package aisdk
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -65,6 +66,21 @@ type UIPart struct {
 	// ProviderExecuted marks a server-side call: parley ran it (or runs it
 	// once approved); only the others are the client's to answer.
 	ProviderExecuted bool `json:"providerExecuted,omitempty"`
+	// A file part's fields: in a request, URL names an uploaded file
+	// (FileURL); in a chat's messages, its attachment route.
+	MediaType string `json:"mediaType,omitempty"`
+	Filename  string `json:"filename,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// fileURL matches the URL of an uploaded file's content, absolute or a
+// path, and captures the file's id.
+var fileURL = regexp.MustCompile(`(?:^|/)api/v1/(?:chats/[^/]+/)?files/(file_[0-9A-Za-z]+)/content$`)
+
+// FileURL returns the URL a file part names an uploaded file by: the path
+// of the attachment route of the chat's message that uses it.
+func FileURL(chatID, fileID string) string {
+	return "/api/v1/chats/" + chatID + "/files/" + fileID + "/content"
 }
 
 // Approval is a tool part's approval request and, once given, its answer.
@@ -83,6 +99,8 @@ func (p UIPart) isTool() bool {
 type Action struct {
 	Kind ActionKind
 	Text string // ActionMessage: the user's text
+	// ActionMessage: the uploaded files the message attaches, by id.
+	FileIDs []string
 	// ActionAnswer: the outputs and approval answers the message carries,
 	// by tool call id; the caller keeps those the chat waits for.
 	Outputs   []Output
@@ -141,11 +159,20 @@ func (r Request) Parse() (Action, error) {
 	last := r.Messages[len(r.Messages)-1]
 	switch last.Role {
 	case "user":
-		var b strings.Builder
+		var (
+			b     strings.Builder
+			files []string
+		)
 		for _, p := range last.Parts {
 			switch p.Type {
 			case "text":
 				b.WriteString(p.Text)
+			case "file":
+				m := fileURL.FindStringSubmatch(strings.SplitN(p.URL, "?", 2)[0])
+				if m == nil {
+					return Action{}, &RequestError{Field: "messages", Message: fmt.Sprintf("a file part's url must name an uploaded file (/api/v1/files/{file_id}/content; POST /api/v1/files uploads one), got %.100q", p.URL)}
+				}
+				files = append(files, m[1])
 			case "step-start":
 			default:
 				if !strings.HasPrefix(p.Type, "data-") {
@@ -153,10 +180,10 @@ func (r Request) Parse() (Action, error) {
 				}
 			}
 		}
-		if strings.TrimSpace(b.String()) == "" {
-			return Action{}, &RequestError{Field: "messages", Message: "the last message, a user message, has no text"}
+		if strings.TrimSpace(b.String()) == "" && len(files) == 0 {
+			return Action{}, &RequestError{Field: "messages", Message: "the last message, a user message, has no text and no file"}
 		}
-		return Action{Kind: ActionMessage, Text: b.String()}, nil
+		return Action{Kind: ActionMessage, Text: b.String(), FileIDs: files}, nil
 	case "assistant":
 		a := Action{Kind: ActionAnswer, MessageID: last.ID}
 		for _, p := range last.Parts {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -92,8 +93,7 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, service.PostResult, error) {
 	switch act.Kind {
 	case aisdk.ActionMessage:
-		text, _ := json.Marshal(act.Text)
-		res, err := a.svc.PostMessage(ctx, owner, c.ID, text, "")
+		res, err := a.svc.PostMessage(ctx, owner, c.ID, aisdkContent(act), "")
 		if err != nil {
 			return chat.Chat{}, res, err
 		}
@@ -396,3 +396,21 @@ func (s *aisdkWriter) event(kind string, data []byte) error {
 func (s *aisdkWriter) eventID(kind, _ string, data []byte) error { return s.event(kind, data) }
 
 func (s *aisdkWriter) comment(text string) error { return s.sse.comment(text) }
+
+// aisdkContent is the content of a message's action: its text, then a
+// file part for each file it attaches.
+func aisdkContent(act aisdk.Action) json.RawMessage {
+	if len(act.FileIDs) == 0 {
+		b, _ := json.Marshal(act.Text)
+		return b
+	}
+	parts := []chat.Part{}
+	if strings.TrimSpace(act.Text) != "" {
+		parts = append(parts, chat.TextPart(act.Text))
+	}
+	for _, id := range act.FileIDs {
+		parts = append(parts, chat.Part{Type: chat.PartFile, FileID: id})
+	}
+	b, _ := json.Marshal(parts)
+	return b
+}

@@ -56,6 +56,9 @@ func toAPIError(err error) *apiError {
 		fb     *service.ForbiddenError
 		uo     *service.UnknownOwnerError
 	)
+	if fe := fileError(err); fe != nil {
+		return fe
+	}
 	switch {
 	case errors.As(err, &ae):
 		return ae

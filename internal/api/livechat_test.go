@@ -62,6 +62,7 @@ func runEngine(t *testing.T, s *server, tune ...func(*engine.Config)) {
 		MaxSteps:     5,
 		Retry:        llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
 		DeltaFlush:   time.Millisecond,
+		Files:        s.st,
 	}
 	for _, f := range tune {
 		f(&cfg)

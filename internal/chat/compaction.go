@@ -110,7 +110,9 @@ func EstimateText(s string) int64 { return (int64(len(s)) + 3) / 4 }
 
 // EstimateTokens estimates the tokens msgs take in a model request: their
 // texts, tool calls' arguments, results' outputs and summaries, plus a few
-// per message for the envelope.
+// per message for the envelope. A file part counts a fixed figure per image
+// (ImageTokens) or PDF (PDFTokens), a text file by its length when its
+// bytes are at hand (FileTokens when not).
 func EstimateTokens(msgs []Message) int64 {
 	var n int64
 	for _, m := range msgs {
@@ -118,6 +120,9 @@ func EstimateTokens(msgs []Message) int64 {
 		for _, p := range m.Parts {
 			n += EstimateText(p.Text) + EstimateText(p.ToolName) + EstimateText(string(p.Args)) +
 				EstimateText(string(p.Output)) + EstimateText(p.Summary)
+			if p.Type == PartFile {
+				n += estimateFile(p)
+			}
 		}
 	}
 	return n
@@ -165,7 +170,8 @@ func ContextOf(tokens, window int64) *Context {
 // summarising model: the previous summary, if any, then each message with
 // its role, tool calls with their arguments and results with their
 // outputs. Rendered as text, the history needs no tool definitions and
-// breaks no provider's pairing rules. If it would pass budget tokens,
+// breaks no provider's pairing rules. A file stands as its name
+// (FileLabel), never its content. If it would pass budget tokens,
 // tool outputs are clipped first (to their start and end), then the
 // oldest messages are left out, so the summarising call itself fits.
 func Transcript(previous *Part, msgs []Message, budget int64) string {
@@ -200,6 +206,8 @@ func transcript(previous *Part, msgs []Message, clip int) string {
 			switch p.Type {
 			case PartText:
 				fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, p.Text)
+			case PartFile:
+				fmt.Fprintf(&b, "[%s attached %s]\n\n", m.Role, FileLabel(p))
 			case PartToolCall:
 				fmt.Fprintf(&b, "[assistant called %s, id %s]\n%s\n\n", p.ToolName, p.ToolCallID, clipped(string(p.Args), clip))
 			case PartToolResult:

@@ -164,6 +164,14 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			ContextWindow    int64  `json:"context_window"`
 			ThroughMessageID int64  `json:"through_message_id"`
 		}{p.Type, p.Summary, p.Source, p.TokensBefore, p.ContextWindow, p.ThroughMessageID})
+	case PartFile:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			FileID    string `json:"file_id,omitempty"`
+			MediaType string `json:"media_type,omitempty"`
+			Name      string `json:"name,omitempty"`
+			URL       string `json:"url,omitempty"`
+		}{p.Type, p.FileID, p.MediaType, p.Name, p.URL})
 	default:
 		return json.Marshal(struct {
 			Type string `json:"type"`

@@ -370,8 +370,14 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external $ref %q is not allowed", url)
 }
 
-// ParseContent reads a user message's content: a string, or an array of parts
-// of which only text parts are accepted. The result has at least one part.
+// MaxFileParts bounds the file parts of one user message.
+const MaxFileParts = 20
+
+// ParseContent reads a user message's content: a string, or an array of
+// text parts and file parts ({"type": "file", "file_id": "file_..."}).
+// A file part comes back with its FileID only: the caller resolves it to
+// the owner's file. The result has at least one part, and some text or a
+// file.
 func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -395,10 +401,21 @@ func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
 	if len(parts) == 0 {
 		return nil, invalid("content", "has no parts")
 	}
-	size := 0
+	size, files := 0, 0
 	for i, p := range parts {
-		if p.Type != PartText {
-			return nil, invalid(fmt.Sprintf("content[%d].type", i), "a user message holds only %q parts, got %q", PartText, p.Type)
+		switch p.Type {
+		case PartText:
+		case PartFile:
+			if p.FileID == "" || strings.ContainsRune(p.FileID, 0) || p.URL != "" {
+				return nil, invalid(fmt.Sprintf("content[%d].file_id", i), "a file part names an uploaded file: {\"type\": \"file\", \"file_id\": \"file_...\"} (POST /api/v1/files uploads one)")
+			}
+			if files++; files > MaxFileParts {
+				return nil, invalid("content", "has more than %d file parts", MaxFileParts)
+			}
+			parts[i] = Part{Type: PartFile, FileID: p.FileID}
+			continue
+		default:
+			return nil, invalid(fmt.Sprintf("content[%d].type", i), "a user message holds only %q and %q parts, got %q", PartText, PartFile, p.Type)
 		}
 		if strings.ContainsRune(p.Text, 0) {
 			field := fmt.Sprintf("content[%d].text", i)
@@ -410,7 +427,7 @@ func ParseContent(raw json.RawMessage, lim Limits) ([]Part, error) {
 		parts[i] = TextPart(p.Text)
 		size += len(p.Text)
 	}
-	if size == 0 || strings.TrimSpace(joinText(parts)) == "" {
+	if files == 0 && (size == 0 || strings.TrimSpace(joinText(parts)) == "") {
 		return nil, invalid("content", "is empty")
 	}
 	if size > lim.MaxMessageBytes {

@@ -36,6 +36,7 @@ type Config struct {
 	Quotas       Quotas   `yaml:"quotas"`
 	CORS         CORS     `yaml:"cors"`
 	Webhooks     Webhooks `yaml:"webhooks"`
+	Files        Files    `yaml:"files"`
 	LogLevel     string   `yaml:"log_level"` // debug | info | warn | error
 }
 
@@ -71,6 +72,9 @@ type Model struct {
 	// CompactionModel names another configured model that writes the
 	// summaries; "": the model itself.
 	CompactionModel string `yaml:"compaction_model"`
+	// Inputs are the kinds of content the model takes (InputText,
+	// InputImage, InputPDF); none: DefaultInputs.
+	Inputs []string `yaml:"inputs"`
 }
 
 // Window returns the model's context window in tokens: context_window, else
@@ -250,6 +254,7 @@ func Default() Config {
 			MaxResponseBytes: 1 << 20,
 			ReloadInterval:   Duration(2 * time.Second),
 		}},
+		Files: Files{MaxBytes: DefaultFileMaxBytes},
 		Engine: Engine{
 			Concurrency:   64,
 			LeaseTTL:      Duration(15 * time.Second),
@@ -371,6 +376,9 @@ func (c *Config) check() error {
 	if err := c.Webhooks.check(); err != nil {
 		return err
 	}
+	if err := c.Files.check(); err != nil {
+		return err
+	}
 	if err := c.Quotas.Defaults.Check(); err != nil {
 		return fmt.Errorf("quotas.defaults: %w", err)
 	}
@@ -451,6 +459,9 @@ func (c *Config) checkModels() error {
 		}
 		if a := m.CompactAt; a != nil && (*a < 0 || *a >= 1) {
 			return fmt.Errorf("models[%d] (%s): compact_at %g is not a fraction of the window (0 turns compaction off; else between 0 and 1, like 0.8)", i, m.Name, *a)
+		}
+		if err := checkInputs(m.Inputs); err != nil {
+			return fmt.Errorf("models[%d] (%s): %w", i, m.Name, err)
 		}
 	}
 	for i, m := range c.Models {

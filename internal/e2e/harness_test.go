@@ -87,7 +87,7 @@ func startReplica(t *testing.T, r replica) *server {
 	}
 	srv := httptest.NewServer(h)
 	ec := engine.Config{PollInterval: 50 * time.Millisecond, Heartbeat: 100 * time.Millisecond, LeaseTTL: 2 * time.Second,
-		DeltaFlush: time.Millisecond, Retry: llm.RetryPolicy{MaxAttempts: 1}}
+		DeltaFlush: time.Millisecond, Retry: llm.RetryPolicy{MaxAttempts: 1}, Files: r.st}
 	eng := engine.New(ec, r.st, r.ps, r.models, tools.NewDispatcher(reg, tools.Options{}, nil), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

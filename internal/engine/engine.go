@@ -52,6 +52,10 @@ type Config struct {
 	// spend or token budget is reached, and AcquireChats starts no more
 	// than max_running chats of an owner. nil: no quotas.
 	Budget *quota.Budget
+	// Files reads the stored files that user messages attach, whose bytes
+	// each model call sends (the store). nil: files are not sent, and the
+	// model reads that they are not available.
+	Files FileSource
 }
 
 // DefaultConfig returns the defaults (docs/configuration.md).

@@ -127,6 +127,7 @@ func newHarnessOn(t *testing.T, st store.Store, tune ...func(*engine.Config)) *h
 		MaxSteps:     5,
 		Retry:        llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
 		DeltaFlush:   time.Millisecond,
+		Files:        st,
 	}
 	for _, f := range tune {
 		f(&h.cfg)

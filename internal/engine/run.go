@@ -53,6 +53,9 @@ type run struct {
 	// callIDs are the ids of the chat's tool calls, once a step needed
 	// them (uniqueCallIDs).
 	callIDs map[string]bool
+	// files holds the bytes of the stored files the run sent the model,
+	// by id, read once (withFiles).
+	files map[string][]byte
 }
 
 // runChat runs the chat until it is let go. ctx ends on shutdown. Its move

@@ -231,7 +231,7 @@ func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.To
 	if step == 1 {
 		r.maybeTitle(model, r.history)
 	}
-	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.forModel(), Tools: defs}
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.withFiles(ctx, r.forModel()), Tools: defs}
 
 	msgID, err := r.e.nextMessageID(ctx, r.history[len(r.history)-1].ID)
 	if err != nil {

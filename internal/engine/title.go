@@ -64,7 +64,7 @@ func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (ti
 	}()
 	res, err := model.Provider.Stream(ctx, llm.Request{
 		Model: model.ModelID, System: titlePrompt, MaxOutputTokens: 64,
-		Messages: []chat.Message{{Role: chat.RoleUser, Parts: first.Parts}},
+		Messages: []chat.Message{{Role: chat.RoleUser, Parts: namedFiles(first.Parts)}},
 	}, func(llm.Event) error { return nil })
 	if err != nil {
 		return "", err
@@ -76,6 +76,19 @@ func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (ti
 		}
 	}
 	return cleanTitle(b.String()), nil
+}
+
+// namedFiles returns parts with each file as a text naming it: a title
+// needs no file's content, and the title call loads none.
+func namedFiles(parts []chat.Part) []chat.Part {
+	out := make([]chat.Part, len(parts))
+	for i, p := range parts {
+		if p.Type == chat.PartFile {
+			p = chat.TextPart("[" + chat.FileLabel(p) + "]")
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // cleanTitle keeps the first line, without quotes or a final period, cut to

@@ -35,7 +35,7 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if err := f.readRequest(w, r, &req); err != nil {
 		return err
 	}
-	cv, err := req.conversation(f.cfg.Limits.MaxMessageBytes)
+	cv, err := req.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(req.Model))
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ func conversationKey(user, system string, history []chat.Message) string {
 		Name   string          `json:"n,omitempty"`
 		Args   json.RawMessage `json:"a,omitempty"`
 		Output json.RawMessage `json:"o,omitempty"`
+		File   string          `json:"f,omitempty"` // a file's URL (a data URL: its bytes) and name
 	}
 	type message struct {
 		Role  chat.Role `json:"r"`
@@ -46,7 +47,7 @@ func conversationKey(user, system string, history []chat.Message) string {
 		doc.Messages[i].Role = m.Role
 		for _, p := range m.Parts {
 			doc.Messages[i].Parts = append(doc.Messages[i].Parts, part{Type: p.Type, Text: p.Text, ID: p.ToolCallID,
-				Name: p.ToolName, Args: compact(p.Args), Output: compact(p.Output)})
+				Name: p.ToolName, Args: compact(p.Args), Output: compact(p.Output), File: fileKey(p)})
 		}
 	}
 	b, err := json.Marshal(doc)
@@ -55,6 +56,15 @@ func conversationKey(user, system string, history []chat.Message) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// fileKey is what identifies a file part in a conversation key: its
+// stored file or URL, and its name.
+func fileKey(p chat.Part) string {
+	if p.Type != chat.PartFile {
+		return ""
+	}
+	return p.FileID + "\x00" + p.URL + "\x00" + p.Name
 }
 
 // compact is raw JSON without insignificant space; nil stays nil.

@@ -180,6 +180,7 @@ func (r *replica) runEngine() {
 		Concurrency: 4, LeaseTTL: 5 * time.Second, Heartbeat: 100 * time.Millisecond, PollInterval: time.Hour,
 		MaxSteps: 5, DeltaFlush: time.Millisecond,
 		Retry: llm.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+		Files: r.st,
 	}
 	e := engine.New(cfg, r.st, r.ps, models, tools.NewDispatcher(r.reg, tools.Options{}, nil), testLog(t))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,12 +1,15 @@
 package facade_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/nodetest"
 )
@@ -24,7 +27,8 @@ func TestNodeOpenAIClient(t *testing.T) {
 	}
 	run := func(t *testing.T, r *replica, tok, name string) map[string]string {
 		t.Helper()
-		out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": r.url + "/v1", "PARLEY_TOKEN": tok, "CASE": name})
+		out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": r.url + "/v1", "PARLEY_TOKEN": tok, "CASE": name,
+			"PARLEY_PNG": base64.StdEncoding.EncodeToString(llmtest.PNG)})
 		var got map[string]string
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("script output %q: %v", out, err)
@@ -91,6 +95,27 @@ func TestNodeOpenAIClient(t *testing.T) {
 		}
 	})
 
+	t.Run("image", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		fake.Push(llmtest.Turn{Text: "A red pixel."})
+		got := run(t, r, r.token("alice"), "image")
+		if got["text"] != "A red pixel." {
+			t.Fatalf("the client got %q", got["text"])
+		}
+		parts := upstreamParts(t, fake, 0)
+		if len(parts) != 2 || parts[1]["type"] != "image_url" {
+			t.Fatalf("the model got %v", parts)
+		}
+		url, _ := parts[1]["image_url"].(map[string]any)["url"].(string)
+		if !bytes.Equal(dataURLBytes(t, url, "image/png"), llmtest.PNG) {
+			t.Error("the model did not get the client's image")
+		}
+		if n := len(fake.Requests()); n != 1 {
+			t.Fatalf("the model got %d requests: the refused image reached it", n)
+		}
+		r.onlyChat("alice")
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		r, fake := newSQLite(t)
 		run(t, r, r.token("alice"), "errors")
@@ -114,7 +139,8 @@ func TestNodeOpenAIResponses(t *testing.T) {
 	}
 	run := func(t *testing.T, r *replica, name string) map[string]string {
 		t.Helper()
-		out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": r.url + "/v1", "PARLEY_TOKEN": r.token("alice"), "CASE": name})
+		out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": r.url + "/v1", "PARLEY_TOKEN": r.token("alice"), "CASE": name,
+			"PARLEY_PNG": base64.StdEncoding.EncodeToString(llmtest.PNG), "PARLEY_PDF": base64.StdEncoding.EncodeToString(llmtest.PDF)})
 		var got map[string]string
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("script output %q: %v", out, err)
@@ -160,6 +186,23 @@ func TestNodeOpenAIResponses(t *testing.T) {
 		}
 		r.onlyChat("alice")
 		nodeCheckResult(t, fake, 1, "call_w", "rain")
+	})
+
+	t.Run("files", func(t *testing.T) {
+		r, fake := newSQLite(t, func(d *api.Deps) { d.Config.Models[0].Inputs = []string{"text", "image", "pdf"} })
+		fake.Push(llmtest.Turn{Text: "Both are red."})
+		if got := run(t, r, "resp_files"); got["text"] != "Both are red." {
+			t.Fatalf("the client got %q", got["text"])
+		}
+		parts := upstreamParts(t, fake, 0)
+		if len(parts) != 3 || parts[1]["type"] != "image_url" || parts[2]["type"] != "file" {
+			t.Fatalf("the model got %v", parts)
+		}
+		file, _ := parts[2]["file"].(map[string]any)
+		data, _ := file["file_data"].(string)
+		if !bytes.Equal(dataURLBytes(t, data, "application/pdf"), llmtest.PDF) || file["filename"] != "report.pdf" {
+			t.Errorf("the PDF reached the model as %v", file)
+		}
 	})
 
 	t.Run("errors", func(t *testing.T) {

@@ -128,9 +128,9 @@ func (r *completionRequest) dynamicTools() ([]chat.DynamicTool, error) {
 // conversation maps the request's messages. It checks what is the
 // request's own business (roles, shapes, that tool messages follow an
 // assistant message's calls, that no user message's text is over
-// maxMessageBytes, naming the message); the service checks the rest of the
-// history.
-func (r *completionRequest) conversation(maxMessageBytes int) (conversation, error) {
+// maxMessageBytes, that each image and file passes rules, naming the
+// message or its part); the service checks the rest of the history.
+func (r *completionRequest) conversation(maxMessageBytes int, rules fileRules) (conversation, error) {
 	var cv conversation
 	if len(r.Messages) == 0 {
 		return cv, invalid("messages", "must hold at least one message")
@@ -148,14 +148,14 @@ func (r *completionRequest) conversation(maxMessageBytes int) (conversation, err
 			}
 			system = append(system, text)
 		case "user":
-			text, err := contentText(m.Content, param+".content", false)
+			parts, size, err := userContent(m.Content, param+".content", rules)
 			if err != nil {
 				return cv, err
 			}
-			if len(text) > maxMessageBytes {
-				return cv, invalid(param+".content", "is %d bytes, at most %d allowed (limits.max_message_bytes)", len(text), maxMessageBytes)
+			if size > maxMessageBytes {
+				return cv, invalid(param+".content", "is %d bytes, at most %d allowed (limits.max_message_bytes)", size, maxMessageBytes)
 			}
-			cv.History = append(cv.History, chat.Message{Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(text)}})
+			cv.History = append(cv.History, chat.Message{Role: chat.RoleUser, Parts: parts})
 		case "assistant":
 			text, err := contentText(m.Content, param+".content", true)
 			if err != nil {

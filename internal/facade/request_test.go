@@ -21,7 +21,7 @@ func TestConversationMapping(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	cv, err := req.conversation(1 << 20)
+	cv, err := req.conversation(1<<20, fileRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestConversationRefusals(t *testing.T) {
 	for name, msgs := range map[string]string{
 		"none":              `[]`,
 		"system only":       `[{"role":"system","content":"x"}]`,
-		"image":             `[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x"}}]}]`,
+		"bad image":         `[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,%%%"}}]}]`,
 		"empty user":        `[{"role":"user","content":"  "}]`,
 		"unknown role":      `[{"role":"function","content":"x"}]`,
 		"bad arguments":     `[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"w","arguments":"{"}}]}]`,
@@ -64,7 +64,7 @@ func TestConversationRefusals(t *testing.T) {
 		if err := json.Unmarshal([]byte(msgs), &req.Messages); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		_, err := req.conversation(1 << 20)
+		_, err := req.conversation(1<<20, fileRules{})
 		ae, ok := err.(*apiError)
 		if !ok || ae.Status != 400 || ae.Param == nil {
 			t.Errorf("%s: %v, want a 400 naming its param", name, err)

@@ -59,7 +59,7 @@ func (f *Facade) newResponse(ctx context.Context, owner string, req *responsesRe
 	if err != nil {
 		return target{}, err
 	}
-	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes)
+	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(cr.Model))
 	if err != nil {
 		return target{}, inputError(err, idx)
 	}
@@ -106,6 +106,10 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 			out, _ := json.Marshal(text)
 			results = append(results, service.ToolResult{ToolCallID: it.CallID, Output: out})
 		case (it.Type == "" || it.Type == "message") && it.Role == "user":
+			if j := filePartAt(it.Content); j >= 0 {
+				return target{}, invalid(fmt.Sprintf("%s.content[%d]", param, j), "a request that continues a response takes text only: "+
+					"send images and files in a request without previous_response_id, with the conversation in its input")
+			}
 			text, err := itemText(it.Content, param+".content")
 			if err != nil {
 				return target{}, err

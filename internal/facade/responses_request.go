@@ -114,11 +114,10 @@ func (r *responsesRequest) completion(items []inputItem) (*completionRequest, []
 		param := fmt.Sprintf("input[%d]", i)
 		switch it.Type {
 		case "", "message":
-			text, err := itemText(it.Content, param+".content")
+			raw, err := itemContent(it, param+".content")
 			if err != nil {
 				return nil, nil, err
 			}
-			raw, _ := json.Marshal(text)
 			cr.Messages = append(cr.Messages, inMessage{Role: it.Role, Content: raw})
 			idx = append(idx, i)
 		case "function_call":
@@ -147,6 +146,56 @@ func (r *responsesRequest) completion(items []inputItem) (*completionRequest, []
 	return cr, idx, nil
 }
 
+// itemContent is a message item's content as a Chat Completions message
+// holds it: a user message's input_text, input_image and input_file parts
+// as text, image_url and file parts (checked there), any other message's
+// text as a string.
+func itemContent(it inputItem, param string) (json.RawMessage, error) {
+	raw := bytes.TrimSpace(it.Content)
+	if it.Role != "user" || len(raw) == 0 || raw[0] != '[' {
+		text, err := itemText(raw, param)
+		if err != nil {
+			return nil, err
+		}
+		out, _ := json.Marshal(text)
+		return out, nil
+	}
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
+		FileData string          `json:"file_data"`
+		FileID   string          `json:"file_id"`
+		FileURL  string          `json:"file_url"`
+		Filename string          `json:"filename"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, invalid(param, "must be a string or an array of content parts")
+	}
+	out := make([]inPart, len(parts))
+	for j, p := range parts {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		switch p.Type {
+		case "input_text", "text":
+			out[j] = inPart{Type: "text", Text: p.Text}
+		case "input_image":
+			var url string
+			if p.FileID != "" || json.Unmarshal(p.ImageURL, &url) != nil || url == "" {
+				return nil, invalid(pp+".image_url", "an input_image needs an image_url: an http(s) URL or a base64 data URL (parley does not know OpenAI file ids)")
+			}
+			out[j] = inPart{Type: "image_url", ImageURL: &inImageURL{URL: url}}
+		case "input_file":
+			if p.FileID != "" || p.FileURL != "" || p.FileData == "" {
+				return nil, invalid(pp+".file_data", "an input_file needs file_data, a base64 data URL (parley takes neither OpenAI file ids nor file_url)")
+			}
+			out[j] = inPart{Type: "file", File: &inFile{FileData: p.FileData, Filename: p.Filename}}
+		default:
+			return nil, invalid(pp+".type", "%q is not supported: a user message takes input_text, input_image and input_file parts", p.Type)
+		}
+	}
+	return json.Marshal(out)
+}
+
 // itemText reads an item's content or output: a string, or an array of
 // input_text / output_text (or refusal) parts, joined.
 func itemText(raw json.RawMessage, param string) (string, error) {
@@ -171,6 +220,8 @@ func inputError(err error, idx []int) error {
 	case m != nil:
 		k, _ := strconv.Atoi(m[1])
 		rest := strings.Replace(m[2], ".tool_call_id", ".call_id", 1)
+		rest = strings.Replace(rest, ".image_url.url", ".image_url", 1)
+		rest = strings.Replace(rest, ".file.", ".", 1)
 		if strings.HasPrefix(rest, ".tool_calls") {
 			rest = ""
 		}

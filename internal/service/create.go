@@ -70,6 +70,15 @@ func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created
 		return Created{}, err
 	}
 	if first != nil {
+		if err := s.resolveFiles(ctx, owner, "message", first); err != nil {
+			return Created{}, err
+		}
+		if err := s.checkInputs(c.Model, "message", first); err != nil {
+			return Created{}, err
+		}
+		if c.Title == "" && in.Title == "" {
+			c.Title = FallbackTitle(first, s.limits().MaxTitleBytes) // a file alone: its name
+		}
 		if err := s.checkBudget(ctx, owner); err != nil {
 			return Created{}, fmt.Errorf("create chat: %w", err)
 		}
@@ -232,15 +241,22 @@ func renameField(err error, from, to string) error {
 	return err
 }
 
-// FallbackTitle makes a title of a first message: its text with white space
-// collapsed, cut on a word boundary to about 60 characters (and at most
-// maxBytes bytes), with "…" when cut.
+// FallbackTitle makes a title of a first message: its text (without any,
+// the names of its files) with white space collapsed, cut on a word
+// boundary to about 60 characters (and at most maxBytes bytes), with "…"
+// when cut.
 func FallbackTitle(parts []chat.Part, maxBytes int) string {
-	var words []string
+	var words, names []string
 	for _, p := range parts {
-		if p.Type == chat.PartText {
+		switch p.Type {
+		case chat.PartText:
 			words = append(words, strings.Fields(p.Text)...)
+		case chat.PartFile:
+			names = append(names, strings.Fields(p.Name)...)
 		}
+	}
+	if len(words) == 0 {
+		words = names
 	}
 	text := strings.Join(words, " ")
 	if utf8.RuneCountInString(text) <= fallbackTitleRunes && len(text) <= maxBytes {

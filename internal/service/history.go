@@ -78,7 +78,7 @@ func (s *Service) checkHistory(history []chat.Message) ([]chat.Message, error) {
 	for i, m := range history {
 		field := fmt.Sprintf("history[%d]", i)
 		allowed := map[chat.Role][]string{
-			chat.RoleUser:      {chat.PartText},
+			chat.RoleUser:      {chat.PartText, chat.PartFile},
 			chat.RoleAssistant: {chat.PartText, chat.PartReasoning, chat.PartToolCall},
 			chat.RoleTool:      {chat.PartToolResult},
 		}[m.Role]
@@ -99,6 +99,9 @@ func (s *Service) checkHistory(history []chat.Message) ([]chat.Message, error) {
 			}
 			if p.Type == chat.PartToolCall && (p.ToolCallID == "" || p.ToolName == "" || !json.Valid(p.Args)) {
 				return nil, &chat.ValidationError{Field: pf, Message: "a tool call needs an id, a name and JSON arguments"}
+			}
+			if p.Type == chat.PartFile && p.URL == "" {
+				return nil, &chat.ValidationError{Field: pf + ".url", Message: "a file in a history is given by its URL"}
 			}
 			if p.Type == chat.PartToolResult && (p.ToolCallID == "" || (len(p.Output) > 0 && !json.Valid(p.Output))) {
 				return nil, &chat.ValidationError{Field: pf, Message: "a tool result needs its call's id and a JSON output"}

@@ -83,10 +83,16 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 	if err != nil {
 		return chat.Chat{}, err
 	}
+	if err := s.resolveFiles(ctx, owner, "content", parts); err != nil {
+		return chat.Chat{}, err
+	}
 	var c chat.Chat
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
 		var err error
 		if c, err = s.lockIdle(ctx, tx, owner, id, "edited"); err != nil {
+			return err
+		}
+		if err := s.checkInputs(c.Model, "content", parts); err != nil {
 			return err
 		}
 		page, err := tx.ListMessages(ctx, id, msgID-1, 1)

@@ -42,6 +42,9 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 	if err != nil {
 		return PostResult{}, err
 	}
+	if err := s.resolveFiles(ctx, owner, "content", parts); err != nil {
+		return PostResult{}, err
+	}
 	if err := s.checkBudget(ctx, owner); err != nil {
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
@@ -50,6 +53,9 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		res = PostResult{}
 		c, err := lockOwned(ctx, tx, owner, id)
 		if err != nil {
+			return err
+		}
+		if err := s.checkInputs(c.Model, "content", parts); err != nil {
 			return err
 		}
 		before := c.Status

@@ -34,6 +34,7 @@ type Service struct {
 	// budget refuses new work of an owner whose spend or token budget is
 	// reached, and caps its chats (max_chats).
 	budget *quota.Budget
+	files  store.Files // where uploaded files are kept: the store unless WithFiles
 }
 
 // Option configures a Service.
@@ -73,7 +74,7 @@ func New(st store.Store, ps pubsub.PubSub, cfg *config.Config, log *slog.Logger,
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{st: st, ps: ps, cfg: cfg, log: log, budget: &quota.Budget{Defaults: cfg.Quotas.Defaults}}
+	s := &Service{st: st, ps: ps, cfg: cfg, log: log, budget: &quota.Budget{Defaults: cfg.Quotas.Defaults}, files: st}
 	for _, o := range opts {
 		o(s)
 	}

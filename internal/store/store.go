@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -68,6 +69,7 @@ func (e *IllegalTransitionError) Error() string {
 type Store interface {
 	Reader
 	Webhooks
+	Files
 	// InTx runs fn in one transaction, committed if fn returns nil and rolled
 	// back otherwise. fn may run more than once if the database asks for a
 	// retry (serialization failure), so it must not have other side effects.
@@ -329,6 +331,61 @@ type File struct {
 	SHA256    string    `json:"sha256"` // hex
 	CreatedAt time.Time `json:"created_at"`
 	Deleted   bool      `json:"-"`
+}
+
+// FileChunkSize is the most bytes of a file one row of the store holds: a
+// file is written and read a chunk at a time, never whole.
+const FileChunkSize = 1 << 20
+
+// Files keeps the owners' uploaded files: their metadata, and their bytes
+// once per owner and sha256. Each method is its own transaction; none may
+// be called inside InTx's fn.
+type Files interface {
+	// PutFile stores the new file f: ID, Owner, Name, MediaType, Size and
+	// SHA256 (lower-case hex) must be set; it sets CreatedAt. content gives
+	// the file's Size bytes, whose sha256 must be SHA256; when the owner
+	// has those bytes already, content is not read and only the file's
+	// row is written. ErrExists on a duplicate id; ErrNotFound if the owner
+	// does not exist.
+	PutFile(ctx context.Context, f *File, content io.Reader) error
+	// GetFile returns the owner's file, Deleted set if it was deleted;
+	// ErrNotFound for an unknown id or another owner's.
+	GetFile(ctx context.Context, owner, id string) (File, error)
+	// ListFiles returns one page of the owner's files that are not
+	// deleted, newest first.
+	ListFiles(ctx context.Context, q FileQuery) (FilePage, error)
+	// DeleteFile marks the owner's file deleted: gone from GetFile's
+	// callers that look at Deleted and from ListFiles; its bytes stay for
+	// the messages that use it. ErrNotFound for an unknown id, another
+	// owner's, or one deleted already.
+	DeleteFile(ctx context.Context, owner, id string) error
+	// FileData returns the owner's file, deleted or not, with its whole
+	// content (at most the configured files.max_bytes): what a model
+	// request is built from. ErrNotFound for an unknown id or another
+	// owner's.
+	FileData(ctx context.Context, owner, id string) (File, []byte, error)
+	// OpenFile is FileData with the content read a chunk at a time as the
+	// returned reader is read; the caller closes it.
+	OpenFile(ctx context.Context, owner, id string) (File, io.ReadCloser, error)
+	// OwnerFileBytes returns the sum of the sizes of the owner's files that
+	// are not deleted: what the max_file_bytes quota counts.
+	OwnerFileBytes(ctx context.Context, owner string) (int64, error)
+	// ChatUsesFile reports whether a message of the chat (superseded ones
+	// included) or a message queued in it has a file part naming fileID.
+	ChatUsesFile(ctx context.Context, chatID, fileID string) (bool, error)
+}
+
+// FileQuery selects a page of one owner's files.
+type FileQuery struct {
+	Owner  string
+	Cursor string // from an earlier page's NextCursor; "" for the first page
+	Limit  int    // 1..MaxPageSize
+}
+
+// FilePage is one page of files; NextCursor is "" on the last page.
+type FilePage struct {
+	Files      []File
+	NextCursor string
 }
 
 // ForEachMessage calls fn with every message of a chat after the id after,

@@ -30,8 +30,9 @@ import (
 var static embed.FS
 
 // CSP is the Content-Security-Policy of every response: nothing from other
-// origins, no inline code, no framing.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
+// origins, no inline code, no framing. Images may be blob: URLs: attached
+// images are fetched with the bearer token and shown from the bytes.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self'; " +
 	"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // headers are set on every response, errors included.

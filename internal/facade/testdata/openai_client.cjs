@@ -5,8 +5,10 @@
 //
 //   PARLEY_URL    the facade's base URL (…/v1)
 //   PARLEY_TOKEN  a parley token
-//   CASE          text | tools | stream | server_tool | errors (Chat Completions)
-//                 resp_text | resp_tools | resp_stream | resp_errors (Responses)
+//   CASE          text | tools | stream | server_tool | errors | image (Chat Completions)
+//                 resp_text | resp_tools | resp_stream | resp_errors | resp_files (Responses)
+//   PARLEY_PNG    the image and file cases: a PNG, and
+//   PARLEY_PDF    a PDF, in base64
 //
 // It exits non-zero with a message when an assertion fails, and prints a
 // JSON object of what the Go side checks further.
@@ -325,6 +327,44 @@ const cases = {
       return true;
     });
     return {};
+  },
+
+  // image sends an image as a data URL part, then one whose data is not an
+  // image, which parley refuses with a 400 naming the part.
+  image: async () => {
+    const res = await client.chat.completions.create({
+      model: 'fake',
+      messages: [{ role: 'user', content: [
+        { type: 'text', text: 'What is in this picture?' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${process.env.PARLEY_PNG}` } },
+      ] }],
+    });
+    const text = onlyChoice(res).message.content;
+    await assert.rejects(client.chat.completions.create({
+      model: 'fake',
+      messages: [{ role: 'user', content: [
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${Buffer.from('not a png').toString('base64')}` } },
+      ] }],
+    }), (e) => {
+      assert.ok(e instanceof BadRequestError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.param, 'messages[0].content[0].image_url.url');
+      return true;
+    });
+    return { text };
+  },
+
+  // resp_files sends an input_image and an input_file (a PDF).
+  resp_files: async () => {
+    const res = await client.responses.create({
+      model: 'fake',
+      input: [{ role: 'user', content: [
+        { type: 'input_text', text: 'Compare these.' },
+        { type: 'input_image', image_url: `data:image/png;base64,${process.env.PARLEY_PNG}`, detail: 'auto' },
+        { type: 'input_file', filename: 'report.pdf', file_data: `data:application/pdf;base64,${process.env.PARLEY_PDF}` },
+      ] }],
+    });
+    assert.equal(res.status, 'completed');
+    return { text: res.output_text };
   },
 };
 

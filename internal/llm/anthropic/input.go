@@ -71,8 +71,11 @@ func apiRole(r chat.Role) (string, error) {
 	return "", &llm.Error{Kind: "bad_request", Provider: ProviderName, Message: fmt.Sprintf("unknown message role %q", r)}
 }
 
-// contentBlocks maps parts to content blocks; empty text and reasoning
-// parts have none.
+// contentBlocks maps parts to content blocks, in order; empty text and
+// reasoning parts have none. A file becomes an image block (a base64
+// source with its media type, or a URL source for an image on the web), a
+// PDF a document block (a base64 source, titled with the file's name), and
+// a text file, or a file that cannot be sent, a text block (llm.FileOf).
 func contentBlocks(parts []chat.Part) []sdk.ContentBlockParamUnion {
 	var blocks []sdk.ContentBlockParamUnion
 	for _, p := range parts {
@@ -81,6 +84,8 @@ func contentBlocks(parts []chat.Part) []sdk.ContentBlockParamUnion {
 			if p.Text != "" {
 				blocks = append(blocks, sdk.NewTextBlock(p.Text))
 			}
+		case chat.PartFile:
+			blocks = append(blocks, fileBlock(llm.FileOf(p)))
 		case chat.PartToolCall:
 			blocks = append(blocks, sdk.NewToolUseBlock(p.ToolCallID, toolInput(p.Args), p.ToolName))
 		case chat.PartToolResult:
@@ -88,6 +93,30 @@ func contentBlocks(parts []chat.Part) []sdk.ContentBlockParamUnion {
 		}
 	}
 	return blocks
+}
+
+// fileBlock maps a file to its content block.
+func fileBlock(f llm.File) sdk.ContentBlockParamUnion {
+	switch {
+	case f.Kind == chat.FileImage && f.RemoteURL != "":
+		return sdk.NewImageBlock(sdk.URLImageSourceParam{URL: f.RemoteURL})
+	case f.Kind == chat.FileImage:
+		return sdk.NewImageBlockBase64(f.MediaType, f.Base64())
+	case f.Kind == chat.FilePDF:
+		var b sdk.ContentBlockParamUnion
+		if f.RemoteURL != "" {
+			b = sdk.NewDocumentBlock(sdk.URLPDFSourceParam{URL: f.RemoteURL})
+		} else {
+			b = sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: f.Base64()})
+		}
+		b.OfDocument.Title = sdk.String(f.Filename())
+		return b
+	}
+	text := f.Text
+	if text == "" {
+		text = fmt.Sprintf("[file %s at %s]", f.Filename(), f.RemoteURL)
+	}
+	return sdk.NewTextBlock(text)
 }
 
 // toolInput is a call's arguments as the API takes them: a JSON object.

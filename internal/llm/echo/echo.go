@@ -8,7 +8,11 @@
 //     line; the JSON is optional and defaults to {}): those tool calls, with
 //     ids "call_1", "call_2", ... numbered across the chat so they never
 //     repeat; other lines of that message are ignored;
-//   - any other user message: "echo: " followed by its text;
+//   - any other user message: "echo: " followed by its text, then a line
+//     for each file it holds, saying what the model received: "[image
+//     photo.png, 1234 bytes]", "[pdf report.pdf, 5678 bytes]", "[text file
+//     notes.md, 90 bytes]", "[image https://...]" for an image on the web,
+//     or the note that replaces a file that is gone;
 //   - tool results: one line per result, "tool NAME returned OUTPUT" (or
 //     "tool NAME failed: OUTPUT" for an error result);
 //   - nothing usable: "echo: (nothing to echo)".
@@ -84,8 +88,15 @@ func answer(history []chat.Message) llm.Result {
 		return textResult(strings.Join(lines, "\n"))
 	}
 	text := messageText(last)
-	if last.Role != chat.RoleUser || strings.TrimSpace(text) == "" {
+	files := fileLines(last)
+	if last.Role != chat.RoleUser || (strings.TrimSpace(text) == "" && len(files) == 0) {
 		return textResult("echo: (nothing to echo)")
+	}
+	if len(files) > 0 {
+		if strings.TrimSpace(text) != "" {
+			files = append([]string{text}, files...)
+		}
+		return textResult("echo: " + strings.Join(files, "\n"))
 	}
 	calls, err := parseCalls(text, countCalls(history))
 	if err != nil {
@@ -194,6 +205,32 @@ func messageText(m chat.Message) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// fileLines says, a line each, what the model received of m's files.
+func fileLines(m chat.Message) []string {
+	var lines []string
+	for _, p := range m.Parts {
+		if p.Type != chat.PartFile {
+			continue
+		}
+		f := llm.FileOf(p)
+		name := f.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		switch {
+		case f.RemoteURL != "":
+			lines = append(lines, fmt.Sprintf("[%s %s]", f.Kind, f.RemoteURL))
+		case f.Kind == chat.FileText:
+			lines = append(lines, fmt.Sprintf("[text file %s, %d bytes]", name, len(f.Data)))
+		case f.Kind != "":
+			lines = append(lines, fmt.Sprintf("[%s %s, %d bytes]", f.Kind, name, len(f.Data)))
+		default:
+			lines = append(lines, f.Text)
+		}
+	}
+	return lines
 }
 
 // countCalls counts the tool calls already in history.

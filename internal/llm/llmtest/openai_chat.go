@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -31,7 +32,8 @@ import (
 // turn back until the test closes it, and Started and Gone tell the test
 // when the turn began and when its client left (see Turn).
 //
-// Messages whose tool calls and results do not pair up are refused as the
+// Malformed images and files are refused as the API refuses them (see
+// content.go). Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 and the param at fault: an assistant
 // message with tool_calls not followed by a tool message for each call
 // ("An assistant message with 'tool_calls' must be followed by tool
@@ -56,7 +58,7 @@ type OpenAIChat struct {
 // NewOpenAIChat starts a fake Chat Completions server, closed when t ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
 	f := &OpenAIChat{openaiFake{
-		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: chatHistoryError,
+		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: func(req openaiRequest) *historyError { return cmp.Or(chatContentError(req), chatHistoryError(req)) },
 		promptTokens: chatPromptTokens, tooLong: chatTooLong,
 	}}
 	f.start(t)

@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -54,7 +55,9 @@ type OpenAIResponses struct {
 // NewOpenAIResponses starts a fake Responses server, closed when t ends.
 func NewOpenAIResponses(t testing.TB) *OpenAIResponses {
 	f := &OpenAIResponses{openaiFake{
-		path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: responsesHistoryError,
+		path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: func(req openaiRequest) *historyError {
+			return cmp.Or(responsesContentError(req), responsesHistoryError(req))
+		},
 		promptTokens: responsesPromptTokens, tooLong: responsesTooLong,
 	}}
 	f.start(t)

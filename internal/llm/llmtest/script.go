@@ -116,7 +116,7 @@ type Usage struct {
 // Script is the queue of turns a fake serves, one per request, and the log
 // of requests it received. A request with no turn left gets HTTP 500. A
 // request whose history the real API would refuse (tool calls and results
-// that do not pair up) gets the API's HTTP 400 and uses no turn, since the
+// that do not pair up, or a malformed image or file: see content.go) gets the API's HTTP 400 and uses no turn, since the
 // real API generates nothing for it; the log marks it Rejected, and the
 // test's output says why.
 //
@@ -137,7 +137,8 @@ type Request struct {
 	Body   json.RawMessage
 	At     time.Time
 	// Rejected is the error message of the HTTP 400 the fake answered
-	// because the request's history was malformed; "" when it was not.
+	// because the request's history (its pairing of calls and results, or
+	// an image or file in it) was malformed; "" when it was not.
 	Rejected string
 	// PromptTokens is the fake's count of the request's prompt tokens, as
 	// PromptTokens estimates them; 0 for a request it could not read.

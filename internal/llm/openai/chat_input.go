@@ -9,7 +9,8 @@ import (
 )
 
 // chatMessages maps the system prompt and history to Chat Completions
-// messages: the system prompt as a system message; a user message's text;
+// messages: the system prompt as a system message; a user message's text
+// (with files, its parts: see userContent);
 // an assistant message's text and tool calls (its reasoning dropped, see the
 // package documentation); each tool result as its own "tool" message
 // answering its call's id. An assistant message with nothing to send is
@@ -29,7 +30,9 @@ func chatMessages(req llm.Request) []sdk.ChatCompletionMessageParamUnion {
 		}
 		switch m.Role {
 		case chat.RoleUser:
-			if text := userText(m); text != "" {
+			if parts := userContent(m); parts != nil {
+				msgs = append(msgs, sdk.UserMessage(parts))
+			} else if text := userText(m); text != "" {
 				msgs = append(msgs, sdk.UserMessage(text))
 			}
 		case chat.RoleAssistant:
@@ -39,6 +42,41 @@ func chatMessages(req llm.Request) []sdk.ChatCompletionMessageParamUnion {
 		}
 	}
 	return msgs
+}
+
+// userContent maps a user message that holds files to content parts, in
+// the message's order: text as text parts; an image as an image_url part
+// (its http(s) URL, or its bytes as a base64 data URL); a PDF as a file
+// part with its bytes as a data URL and its name; a text file, or a file
+// that cannot be sent, as a text part (llm.FileOf). A message without
+// files is nil: it goes as a string, as it always has.
+func userContent(m chat.Message) []sdk.ChatCompletionContentPartUnionParam {
+	if !hasFiles(m) {
+		return nil
+	}
+	var parts []sdk.ChatCompletionContentPartUnionParam
+	for _, p := range m.Parts {
+		switch p.Type {
+		case chat.PartText:
+			if p.Text != "" {
+				parts = append(parts, sdk.TextContentPart(p.Text))
+			}
+		case chat.PartFile:
+			f := llm.FileOf(p)
+			switch {
+			case f.Kind == chat.FileImage && f.RemoteURL != "":
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: f.RemoteURL}))
+			case f.Kind == chat.FileImage:
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: f.DataURL()}))
+			case f.Kind == chat.FilePDF && f.RemoteURL == "":
+				parts = append(parts, sdk.FileContentPart(sdk.ChatCompletionContentPartFileFileParam{
+					FileData: sdk.String(f.DataURL()), Filename: sdk.String(f.Filename())}))
+			default:
+				parts = append(parts, sdk.TextContentPart(fileText(f)))
+			}
+		}
+	}
+	return parts
 }
 
 // assistantMessage maps an assistant message's text and tool calls.

@@ -111,6 +111,26 @@ func userText(m chat.Message) string {
 	return strings.Join(texts, "\n")
 }
 
+// hasFiles reports whether m holds a file part.
+func hasFiles(m chat.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == chat.PartFile {
+			return true
+		}
+	}
+	return false
+}
+
+// fileText is what the model reads of a file sent as text: a text file's
+// name and content, or a note naming one that cannot be sent (a PDF on the
+// web, which these APIs take only as bytes, among them).
+func fileText(f llm.File) string {
+	if f.Text != "" {
+		return f.Text
+	}
+	return fmt.Sprintf("[file %s at %s]", f.Filename(), f.RemoteURL)
+}
+
 // callArgs is a stored call's arguments as the API wants them: a JSON text.
 // Arguments the model once sent as invalid JSON were stored as a JSON string
 // (see resultArgs), and go back as they came.

@@ -11,6 +11,7 @@ import { ActionPanel } from "./actions.js";
 import { announce, busy, connState, statusAnnouncement, statusText } from "./status.js";
 import { errorKinds } from "./quota.js";
 import { ScrollFollower } from "./scroll.js";
+import { Attachments, FileViews, content, refusal } from "./attach.js";
 
 const historyPage = 200;
 
@@ -22,13 +23,17 @@ export class Conversation {
     this.epoch = 0;
     this.chat = null;
     this.stream = null;
+    const files = new FileViews(api);
     this.view = new MessageView($("#messages"), {
       onEdit: (id, content) => this.editMessage(id, content),
       onRegenerate: () => this.regenerate(),
       onFork: (id) => this.fork(id),
       // A finished answer is read out once, as it arrives; the history is not.
       onAnswer: (text, stopped) => announce(stopped ? `Stopped: ${text}` : text),
+      renderFile: (p) => files.render(this.id, p),
     });
+    this.attach = new Attachments(api, { list: $("#attachments"), input: $("#attach-input"), button: $("#attach"),
+      zone: $("#chat"), paste: $("#composer-input") }, (m) => this.composerError(m));
     this.actions = new ActionPanel(api, { onChat: (c) => this.setChat(c), onConflict: () => this.reread() });
     this.wire();
     // Everything in the scrolling box grows with the conversation: the
@@ -345,24 +350,31 @@ export class Conversation {
     setError($("#composer-error"), message);
   }
 
+  // send sends the composer's text and attached files (once uploaded). A
+  // refusal (a file the chat's model cannot take) is shown, and the text
+  // and the files stay for another try.
   async send() {
     const input = $("#composer-input");
     const text = input.value;
     const id = this.id;
-    if (!text.trim() || !id || this.sending) return;
+    if ((!text.trim() && !this.attach.count) || !id || this.sending) return;
     this.sending = true;
     $("#send").disabled = true;
+    let files = null;
     try {
-      const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: text, busy: "queue" });
+      files = await this.attach.take();
+      if (this.id !== id) return;
+      const r = await this.api.post(this.api.chatPath(id, "/messages"), { message: content(text, files.parts), busy: "queue" });
       if (this.id !== id) return; // the composer belongs to another chat now
-      // Keep only what was typed while the message was sent.
+      // Keep only what was typed and attached while the message was sent.
+      this.attach.remove(files.items);
       input.value = input.value.startsWith(text) ? input.value.slice(text.length).trimStart() : input.value;
       setError($("#composer-error"), "");
       setError($("#action-notice"), "");
       if (r.message) this.view.add(r.message, true);
       if (r.queued) this.readQueue();
     } catch (err) {
-      if (this.id === id) this.composerError(err.message);
+      if (this.id === id) this.composerError(refusal(err, files && files.items) || err.message);
     } finally {
       this.sending = false;
       $("#send").disabled = false;

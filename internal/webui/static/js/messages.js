@@ -5,7 +5,8 @@
 // compaction is a divider with its summary folded away. User messages and
 // answers carry their actions (edit, regenerate, fork), which hooks carry
 // out: onEdit(id, content) and onRegenerate() and onFork(id) return an
-// error message, or "" when the server took the request.
+// error message, or "" when the server took the request. renderFile(p)
+// makes the element of a file part.
 
 import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -160,6 +161,7 @@ export class MessageView {
       if (p.type === "text") li.append(this.text(m.role, p.text));
       else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
+      else if (p.type === "file" && this.hooks.renderFile) li.append(this.hooks.renderFile(p));
     }
     if (stopped) li.append(h("p", { class: "msg-stopped" }, "Stopped — this answer was cut short"));
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {

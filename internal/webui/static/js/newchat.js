@@ -1,7 +1,8 @@
-// The "New chat" dialog: model, title, system prompt, first message, and
-// the chat's tools (server-side globs, approvals, dynamic tools as JSON).
+// The "New chat" dialog: model, title, system prompt, first message (with
+// files attached to it), and the chat's tools (server-side globs, approvals, dynamic tools as JSON).
 
 import { $, globs, setError } from "./dom.js";
+import { Attachments, content, refusal } from "./attach.js";
 
 export class NewChatDialog {
   constructor(api, hooks) {
@@ -10,6 +11,8 @@ export class NewChatDialog {
     this.dialog = $("#new-chat-dialog");
     this.form = $("#new-chat-form");
     $("#new-chat").addEventListener("click", () => this.open());
+    this.attach = new Attachments(api, { list: $("#new-attachments"), input: $("#new-attach-input"), button: $("#new-attach"),
+      zone: this.form, paste: $("#new-message") }, (m) => setError($("#new-chat-error"), m));
     $("#new-cancel").addEventListener("click", () => this.dialog.close());
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -77,14 +80,18 @@ export class NewChatDialog {
     }
     const button = $("#new-create");
     button.disabled = true;
+    let files = null;
     try {
+      files = await this.attach.take();
+      if (files.parts.length) body.message = content(body.message || "", files.parts);
       const c = await this.api.post("/api/v1/chats", body);
+      this.attach.clear();
       this.form.reset();
       this.dialog.close();
       this.hooks.onCreated(c);
     } catch (err) {
       const field = err.details && err.details.field ? ` (${err.details.field})` : "";
-      setError($("#new-chat-error"), `${err.message}${field}`);
+      setError($("#new-chat-error"), refusal(err, files && files.items) || `${err.message}${field}`);
     } finally {
       button.disabled = false;
     }

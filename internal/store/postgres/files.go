@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
+
+// scanFile reads one row of fileColumns.
+func scanFile(row pgx.Row) (store.File, error) {
+	var (
+		f       store.File
+		deleted *time.Time
+	)
+	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, &f.CreatedAt, &deleted); err != nil {
+		return store.File{}, err
+	}
+	f.CreatedAt = f.CreatedAt.UTC()
+	f.Deleted = deleted != nil
+	return f, nil
+}
+
+// PutFile writes the file's row, and its blob a chunk at a time when the
+// owner does not have it yet, in one transaction. It is not tried again on
+// failure (content cannot be read twice). Two uploads of the same bytes by
+// one owner at once meet on the blob's primary key: the second waits for the
+// first and, once it committed, writes only its file's row.
+func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader) error {
+	if err := dbutil.CheckNewFile(f); err != nil {
+		return err
+	}
+	now := dbutil.Now()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO file_blobs (owner, sha256, size, created_at)
+			SELECT name, $2, $3, $4 FROM owners WHERE name = $1
+			ON CONFLICT (owner, sha256) DO NOTHING`, f.Owner, f.SHA256, f.Size, now)
+		if err != nil {
+			return classify(err)
+		}
+		if tag.RowsAffected() == 1 {
+			err := dbutil.WriteChunks(content, f.Size, f.SHA256, func(seq int, data []byte) error {
+				_, err := tx.Exec(ctx, `INSERT INTO file_chunks (owner, sha256, seq, data) VALUES ($1, $2, $3, $4)`,
+					f.Owner, f.SHA256, seq, data)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		// No blob row now means no owner.
+		tag, err = tx.Exec(ctx, `INSERT INTO files (`+fileColumns+`)
+			SELECT $1, owner, $2, $3, $4, sha256, $5, NULL FROM file_blobs WHERE owner = $6 AND sha256 = $7`,
+			f.ID, f.Name, f.MediaType, f.Size, now, f.Owner, f.SHA256)
+		if err := oneRow(tag, err); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("owner %s: %w", f.Owner, err)
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put file %s: %w", f.ID, markUnavailable(err))
+	}
+	f.CreatedAt = now
+	f.Deleted = false
+	return nil
+}
+
+func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
+	f, err := scanFile(r.q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
+	}
+	return f, nil
+}
+
+func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePage, error) {
+	limit := dbutil.PageLimit(q.Limit)
+	where := []string{"owner = $1", "deleted_at IS NULL"}
+	args := []any{q.Owner}
+	if q.Cursor != "" {
+		at, id, err := dbutil.DecodeCursor(q.Cursor)
+		if err != nil {
+			return store.FilePage{}, fmt.Errorf("list files: %w", err)
+		}
+		where = append(where, "(created_at, id) < ($2, $3)")
+		args = append(args, at, id)
+	}
+	args = append(args, limit+1)
+	rows, err := r.q.Query(ctx, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
+	}
+	defer rows.Close()
+	page := store.FilePage{Files: []store.File{}}
+	for rows.Next() {
+		f, err := scanFile(rows)
+		if err != nil {
+			return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
+		}
+		page.Files = append(page.Files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
+	}
+	if len(page.Files) > limit {
+		page.Files = page.Files[:limit]
+		last := page.Files[limit-1]
+		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
+	}
+	return page, nil
+}
+
+func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
+	tag, err := s.q.Exec(ctx, `UPDATE files SET deleted_at = $3 WHERE id = $1 AND owner = $2 AND deleted_at IS NULL`,
+		id, owner, dbutil.Now())
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("delete file %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r reader) FileData(ctx context.Context, owner, id string) (store.File, []byte, error) {
+	f, rc, err := r.OpenFile(ctx, owner, id)
+	if err != nil {
+		return store.File{}, nil, err
+	}
+	defer rc.Close()
+	data, err := dbutil.ReadAllSized(rc, f.Size)
+	if err != nil {
+		return store.File{}, nil, fmt.Errorf("read file %s: %w", id, err)
+	}
+	return f, data, nil
+}
+
+func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.ReadCloser, error) {
+	f, err := r.GetFile(ctx, owner, id)
+	if err != nil {
+		return store.File{}, nil, err
+	}
+	return f, dbutil.NewChunkReader(f.Size, func(seq int) ([]byte, error) {
+		var data []byte
+		err := r.q.QueryRow(ctx, `SELECT data FROM file_chunks WHERE owner = $1 AND sha256 = $2 AND seq = $3`,
+			f.Owner, f.SHA256, seq).Scan(&data)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("chunk %d of %s is missing", seq, f.SHA256)
+		}
+		return data, err
+	}), nil
+}
+
+func (r reader) OwnerFileBytes(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	err := r.q.QueryRow(ctx, `SELECT coalesce(sum(size), 0)::bigint FROM files WHERE owner = $1 AND deleted_at IS NULL`,
+		owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("file bytes of owner %s: %w", owner, err)
+	}
+	return n, nil
+}
+
+func (r reader) ChatUsesFile(ctx context.Context, chatID, fileID string) (bool, error) {
+	var used bool
+	ref, err := json.Marshal([]map[string]string{{"type": "file", "file_id": fileID}})
+	if err != nil {
+		return false, fmt.Errorf("does chat %s use file %s: %w", chatID, fileID, err)
+	}
+	err = r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND parts::jsonb @> $2::jsonb)
+		OR EXISTS (SELECT 1 FROM queued_messages WHERE chat_id = $1 AND parts::jsonb @> $2::jsonb)`,
+		chatID, string(ref)).Scan(&used)
+	if err != nil {
+		return false, fmt.Errorf("does chat %s use file %s: %w", chatID, fileID, err)
+	}
+	return used, nil
+}
