@@ -6,10 +6,19 @@ import { $, setError, show } from "./dom.js";
 import { ChatList } from "./chatlist.js";
 import { Conversation } from "./conversation.js";
 import { NewChatDialog } from "./newchat.js";
+import { SourcesView } from "./sources.js";
+import { TokensView } from "./tokens.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
 const reasonKey = "parley.signed-out"; // why the last sign-out happened, shown once
+
+// tokenFromInput is the token of what a person pasted into the sign-in
+// form: a bare token, or a sign-in link ("http://host/#token=prl_…").
+function tokenFromInput(text) {
+  const m = /#token=([^&\s]+)/.exec(text);
+  return m ? decodeURIComponent(m[1]) : text;
+}
 
 // takeTokenFromURL moves a token given in the URL fragment ("#token=…", the
 // sign-in link parley serve prints) into storage and removes it from the
@@ -45,7 +54,7 @@ function setupTheme() {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
 }
 
-let session = null; // {api, list, conversation, newChat} once signed in
+let session = null; // {api, list, conversation, newChat, pages} once signed in
 
 function showLogin(message) {
   document.body.dataset.signedIn = "false";
@@ -91,22 +100,45 @@ function start(token) {
       location.hash = `#/chats/${c.id}`;
     },
   });
-  session = { api, list, conversation, newChat };
+  // The views besides the conversation, by their route "#/<name>".
+  const pages = { sources: new SourcesView(api), tokens: new TokensView(api, token) };
+  session = { api, list, conversation, newChat, pages };
+  showOwner(api);
   document.body.dataset.signedIn = "true";
   show($("#login-view"), false);
   show($("#app"), true);
   show($("#sign-out"), true);
   show($("#toggle-sidebar"), true);
+  show($("#page-nav"), true);
   list.start();
   route();
 }
 
+// showOwner says whose token this is, and offers the admin's views to the
+// admin. (The server refuses them to anyone else in any case.)
+async function showOwner(api) {
+  try {
+    const u = await api.get("/api/v1/usage");
+    $("#whoami").textContent = u.owner;
+    show($("#nav-tokens"), u.owner === "admin");
+  } catch (err) {
+    console.warn("could not read the owner:", err);
+  }
+}
+
 function route() {
   if (!session) return;
+  const p = /^#\/([a-z]+)$/.exec(location.hash);
+  const page = p && Object.hasOwn(session.pages, p[1]) ? p[1] : null;
+  for (const [name, view] of Object.entries(session.pages)) {
+    show($(`#${name}-view`), name === page);
+    if (name === page) view.show();
+    else view.hide();
+  }
   const m = /^#\/chats\/([^/?#]+)/.exec(location.hash);
   const id = m ? decodeURIComponent(m[1]) : null;
-  document.body.dataset.view = id ? "chat" : "list";
-  show($("#empty-view"), !id);
+  document.body.dataset.view = page ? "page" : id ? "chat" : "list";
+  show($("#empty-view"), !id && !page);
   if (id) session.conversation.open(id);
   else session.conversation.close();
   session.list.markCurrent(id);
@@ -132,7 +164,7 @@ function main() {
   setupTheme();
   $("#login").addEventListener("submit", (e) => {
     e.preventDefault();
-    const token = $("#login-token").value.trim();
+    const token = tokenFromInput($("#login-token").value.trim());
     if (token) signIn(token);
   });
   $("#sign-out").addEventListener("click", () => signOut(""));
