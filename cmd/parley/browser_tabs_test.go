@@ -23,6 +23,7 @@ type streamCounter struct {
 	mu   sync.Mutex
 	open int
 	max  int
+	log  []string // the streams opened and closed, shown if the test fails
 }
 
 func newStreamCounter(t *testing.T, target string) *streamCounter {
@@ -39,16 +40,25 @@ func newStreamCounter(t *testing.T, target string) *streamCounter {
 			c.mu.Lock()
 			c.open++
 			c.max = max(c.max, c.open)
+			c.log = append(c.log, fmt.Sprintf("stream opened (%d open): %s", c.open, r.URL.Path))
 			c.mu.Unlock()
 			defer func() {
 				c.mu.Lock()
 				c.open--
+				c.log = append(c.log, fmt.Sprintf("stream closed (%d open): %s", c.open, r.URL.Path))
 				c.mu.Unlock()
 			}()
 		}
 		proxy.ServeHTTP(w, r)
 	}))
-	t.Cleanup(c.Close)
+	t.Cleanup(func() {
+		c.Close()
+		if t.Failed() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			t.Logf("the proxy saw:\n%s", strings.Join(c.log, "\n"))
+		}
+	})
 	return c
 }
 
@@ -95,9 +105,10 @@ func (b *browser) waitConnected() {
 
 // TestBrowserSevenTabs opens seven tabs of one browser over plain HTTP/1.1,
 // on two chats: the tabs share their streams (one connection per stream
-// for the whole browser), every tab on a chat sees its answer stream in,
-// and an API request of the seventh tab is answered at once rather than
-// waiting for a free connection.
+// for the whole browser), every tab on a chat sees its answer stream in
+// once, the seventh joining while the answer streams (it sees what was
+// written so far), and an API request of the seventh tab is answered at
+// once rather than waiting for a free connection.
 func TestBrowserSevenTabs(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -115,22 +126,22 @@ func TestBrowserSevenTabs(t *testing.T) {
 		tabs = append(tabs, first.newTab())
 	}
 	on := func(i int) string { return chats[i%2] } // tabs 0, 2, 4, 6 on the first chat
-	for i, tab := range tabs {
-		tab.navigate(proxy.URL + "/#/chats/" + on(i))
-		tab.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, on(i)))
+	open := func(i int) {
+		t.Helper()
+		tabs[i].navigate(proxy.URL + "/#/chats/" + on(i))
+		tabs[i].visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, on(i)))
+		tabs[i].waitConnected()
 	}
-	for _, tab := range tabs {
-		tab.waitConnected()
+	for i := range 6 {
+		open(i)
 	}
 	// Old connections the worker replaced may still be closing: the count
 	// settles at one stream per distinct URL.
-	waitFor(t, first, "three stream connections (the feed and two chats)", func() bool { open, _ := proxy.counts(); return open == 3 })
-
-	// The seventh tab's API request is answered while all seven follow.
-	models := `fetch("/api/v1/models", {headers: {Authorization: "Bearer " + localStorage.getItem("parley.token")}}).then((r) => r.status)`
-	if code, err := chromedp.Run(tabs[6].ctx, chromedp.Evaluate[int](models, chromedp.EvalAwaitPromise)); err != nil || code != http.StatusOK {
-		t.Fatalf("GET /api/v1/models from the seventh tab: %d, %v", code, err)
+	threeStreams := func(when string) {
+		t.Helper()
+		waitFor(t, first, "three stream connections (the feed and two chats) "+when, func() bool { n, _ := proxy.counts(); return n == 3 })
 	}
+	threeStreams("with six tabs")
 
 	for n, id := range chats {
 		gate, started := make(chan struct{}), make(chan struct{})
@@ -140,9 +151,21 @@ func TestBrowserSevenTabs(t *testing.T) {
 			t.Fatalf("post a message: %d %s", code, body)
 		}
 		first.waitClosed("the model is called", started)
-		for i, tab := range tabs {
+		for i := range 6 {
 			if on(i) == id {
-				tab.waitAnyText("the first words stream in", draftText, answer[:8])
+				tabs[i].waitAnyText("the first words stream in", draftText, answer[:8])
+			}
+		}
+		if n == 0 {
+			// The seventh tab joins the chat mid-answer: the worker opens
+			// the chat's stream again for it, from its own start.
+			open(6)
+			tabs[6].waitAnyText("the seventh tab sees the answer so far", draftText, answer[:8])
+			threeStreams("with seven tabs")
+			// Its API request is answered while all seven follow.
+			models := `fetch("/api/v1/models", {headers: {Authorization: "Bearer " + localStorage.getItem("parley.token")}}).then((r) => r.status)`
+			if code, err := chromedp.Run(tabs[6].ctx, chromedp.Evaluate[int](models, chromedp.EvalAwaitPromise)); err != nil || code != http.StatusOK {
+				t.Fatalf("GET /api/v1/models from the seventh tab: %d, %v", code, err)
 			}
 		}
 		close(gate)

@@ -14,6 +14,7 @@ export class EventStream {
   // or "gone": 401 or 404; the stream stops).
   constructor(opts) {
     this.opts = opts;
+    this.lastEventId = opts.lastEventId;
     const h = hub();
     if (!h) {
       this.conn = new SSEConnection(opts);
@@ -52,6 +53,7 @@ export class EventStream {
         if (o.onOpen) o.onOpen();
         break;
       case "event":
+        if (m.id !== null && m.id !== undefined && m.id !== "") this.lastEventId = m.id;
         try {
           o.onEvent(m.type, m.data, m.id);
         } catch (err) {
@@ -63,6 +65,12 @@ export class EventStream {
       case "end":
         this.close();
         if (o.onEnd) o.onEnd(m.reason);
+        break;
+      case "fallback":
+        // The shared worker failed: go on with a connection of this tab's
+        // own, after the last message seen.
+        removeEventListener("online", this.onOnline);
+        this.conn = new SSEConnection({ ...o, lastEventId: this.lastEventId });
         break;
     }
   }

@@ -47,10 +47,23 @@ class Hub {
     this.port.postMessage({ op: "hello", tab: this.tab });
   }
 
+  // fail hands every subscription of the tab back to its EventStream
+  // ({kind: "fallback"}), and makes later ones fall back at once.
+  fail() {
+    this.failed = true;
+    const handlers = [...this.handlers.values()];
+    this.handlers.clear();
+    for (const h of handlers) h({ kind: "fallback" });
+  }
+
   // subscribe follows url with token; onMessage gets the worker's messages
   // for it. It returns the subscription's {reconnect(), close()}.
   subscribe({ url, token, lastEventId }, onMessage) {
     const sub = `${this.tab}:${randomId()}`;
+    if (this.failed) {
+      queueMicrotask(() => onMessage({ kind: "fallback" }));
+      return { reconnect: () => {}, close: () => {} };
+    }
     this.handlers.set(sub, onMessage);
     let closed = false;
     this.ready.then(() => {
@@ -79,8 +92,13 @@ export function hub() {
   if (typeof SharedWorker !== "function" || localStorage.getItem(perTabKey) === "per-tab") return shared;
   try {
     const w = new SharedWorker(workerURL, { type: "module", name: workerName });
-    w.addEventListener("error", (e) => console.error("the shared stream worker failed:", e.message || e));
     shared = new Hub(w);
+    // A worker that cannot start: every stream of the tab goes on with a
+    // connection of its own.
+    w.addEventListener("error", (e) => {
+      console.warn("the shared stream worker failed; this tab opens its own streams:", e.message || e);
+      shared.fail();
+    });
   } catch (err) {
     console.warn("no shared stream worker; this tab opens its own streams:", err);
   }
