@@ -46,9 +46,7 @@ func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *databas
 		saved = "NOT saved to a file, copy it now"
 	}
 	fmt.Fprintf(a.stdout, "admin token: %s\n  (created owner %q; the token is shown only this once; %s)\n", plain, auth.AdminOwner, saved)
-	// The token goes in the fragment, which browsers never send to the
-	// server (nor put in a Referer); the page takes it from there.
-	fmt.Fprintf(a.stdout, "web UI: %s/#token=%s\n", url, plain)
+	fmt.Fprintf(a.stdout, "web UI: %s\n", signInLink(url, plain))
 	return nil
 }
 

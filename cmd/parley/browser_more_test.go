@@ -41,6 +41,10 @@ func TestBrowserAnsweredElsewhere(t *testing.T) {
 	)
 	const schema = `{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`
 	b.signIn(u)
+	// The stream is held in this tab: it must be the tab's own, not the
+	// shared worker's.
+	eval[chromedp.Void](b, `localStorage.setItem("parley.streams", "per-tab")`)
+	b.do("reload", chromedp.Reload())
 	id := u.createChat(t, `{"title": "answered elsewhere", "message": "What is the weather?",
 		"dynamic_tools": [{"name": "get_weather", "description": "The weather of a city",
 			"input_schema": `+schema+`, "output_schema": `+schema+`}]}`)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,18 +34,26 @@ is created.`,
 }
 
 func newTokenCreateCmd(a *app) *cobra.Command {
-	var owner, name string
+	var owner, name, baseURL string
+	var link bool
 	cmd := &cobra.Command{
-		Use:   "create --owner NAME [--name LABEL]",
+		Use:   "create --owner NAME [--name LABEL] [--link] [--base-url URL]",
 		Short: "Create a token (and its owner if needed)",
 		Long: `Create a token for an owner, creating the owner if it does not exist yet,
 and print the token alone on standard output, so that scripts can capture it.
 It is shown only this once; the database keeps only its hash.
 
+A sign-in link for the web UI (BASE/#token=TOKEN) follows on standard error;
+with --link it is printed on standard output instead of the token. The base
+is --base-url, or else the configured listen address (a wildcard host shown
+as 127.0.0.1): give --base-url when people reach the server by another name,
+through a proxy say.
+
 Owner names are 1-63 characters: lower-case letters, digits, "_", "." and
 "-", starting with a letter or digit.`,
 		Example: `  TOKEN=$(parley token create --owner alice --name laptop)
-  curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/v1/chats`,
+  curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/v1/chats
+  parley token create --owner bob --link --base-url https://parley.example.com`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if owner == "" {
@@ -53,7 +62,15 @@ Owner names are 1-63 characters: lower-case letters, digits, "_", "." and
 			if err := auth.ValidOwner(owner); err != nil {
 				return fmt.Errorf("--owner: %w", err) // a wrong value, not a wrong command line: exit 1
 			}
-			db, err := a.openDatabase(cmd.Context())
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			base, err := signInBase(baseURL, cfg.Listen)
+			if err != nil {
+				return err
+			}
+			db, err := openDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -62,15 +79,49 @@ Owner names are 1-63 characters: lower-case letters, digits, "_", "." and
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(a.stdout, plain)
+			signIn := signInLink(base, plain)
+			if link {
+				fmt.Fprintln(a.stdout, signIn)
+			} else {
+				fmt.Fprintln(a.stdout, plain)
+			}
 			fmt.Fprintf(a.stderr, "created token %s for owner %s; it is shown only this once\n", tok.ID, tok.Owner)
+			if !link {
+				fmt.Fprintf(a.stderr, "web UI: %s\n", signIn)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&owner, "owner", "", "the `name` of the owner the token acts as (required)")
 	cmd.Flags().StringVar(&name, "name", "", "a `label` to recognize the token by in token list")
+	cmd.Flags().BoolVar(&link, "link", false, "print the web UI's sign-in link on stdout instead of the token")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the web UI's `URL` for the sign-in link (default: the listen address)")
 	return cmd
 }
+
+// signInBase is the web UI's address for a sign-in link: flag, an http or
+// https URL (a trailing slash dropped), or else the listen address.
+func signInBase(flag, listen string) (string, error) {
+	if flag == "" {
+		return openableURL(configuredAddr(listen)), nil
+	}
+	u, err := url.Parse(flag)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+		return "", fmt.Errorf("--base-url %q: want an http:// or https:// URL without a query or fragment, like https://parley.example.com", flag)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// signInLink is the link that signs the web UI at base in with token. The
+// token goes in the fragment, which browsers never send to the server (nor
+// put in a Referer); the page takes it from there.
+func signInLink(base, token string) string { return base + "/#token=" + token }
+
+// configuredAddr is a configured listen address as a net.Addr, for openableURL.
+type configuredAddr string
+
+func (a configuredAddr) Network() string { return "tcp" }
+func (a configuredAddr) String() string  { return string(a) }
 
 func newTokenListCmd(a *app) *cobra.Command {
 	var owner string

@@ -126,3 +126,51 @@ func tableRows(t *testing.T, r result) [][]string {
 	}
 	return rows
 }
+
+// TestTokenCreateLink: token create prints the web UI's sign-in link for
+// the new token, built on the configured listen address or on --base-url;
+// --link puts it on stdout in place of the token. A bad --base-url creates
+// nothing.
+func TestTokenCreateLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := []string{"PARLEY_DATA_DIR=" + filepath.Join(dir, "data"), "PARLEY_LISTEN=0.0.0.0:9123"}
+
+	r := runParley(t, dir, env, "token", "create", "--owner", "bob")
+	tok := strings.TrimSuffix(r.stdout, "\n")
+	if r.code != 0 || !strings.HasPrefix(tok, "prl_") {
+		t.Fatalf("token create: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if want := "web UI: http://127.0.0.1:9123/#token=" + tok + "\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("token create's stderr %q lacks %q", r.stderr, want)
+	}
+
+	r = runParley(t, dir, env, "token", "create", "--owner", "carol", "--link")
+	link := strings.TrimSuffix(r.stdout, "\n")
+	prefix := "http://127.0.0.1:9123/#token="
+	if r.code != 0 || !strings.HasPrefix(link, prefix) || strings.Contains(r.stderr, "web UI:") {
+		t.Fatalf("token create --link: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	id, _, err := auth.Parse(strings.TrimPrefix(link, prefix))
+	if err != nil {
+		t.Fatalf("the link %q carries no token: %v", link, err)
+	}
+	if rows := tableRows(t, runParley(t, dir, env, "token", "list", "--owner", "carol")); len(rows) != 1 || rows[0][0] != id {
+		t.Errorf("carol's tokens %v, want the linked one, %s", rows, id)
+	}
+
+	r = runParley(t, dir, env, "token", "create", "--owner", "dave", "--link", "--base-url", "https://parley.example.com/chat/")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "https://parley.example.com/chat/#token=prl_") {
+		t.Fatalf("token create --base-url: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	for _, bad := range []string{"ftp://parley.example.com", "parley.example.com", "https://parley.example.com/#x"} {
+		r = runParley(t, dir, env, "token", "create", "--owner", "erin", "--base-url", bad)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "--base-url") {
+			t.Errorf("--base-url %s: exit %d, stdout %q, stderr %q; want exit 1 naming the flag", bad, r.code, r.stdout, r.stderr)
+		}
+	}
+	if rows := tableRows(t, runParley(t, dir, env, "token", "list", "--owner", "erin")); len(rows) != 0 {
+		t.Errorf("a refused --base-url created tokens: %v", rows)
+	}
+}

@@ -9,10 +9,19 @@ import { Conversation } from "./conversation.js";
 import { NewChatDialog } from "./newchat.js";
 import { Webhooks } from "./webhooks.js";
 import { listKeys } from "./keys.js";
+import { SourcesView } from "./sources.js";
+import { TokensView } from "./tokens.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
 const reasonKey = "parley.signed-out"; // why the last sign-out happened, shown once
+
+// tokenFromInput is the token of what a person pasted into the sign-in
+// form: a bare token, or a sign-in link ("http://host/#token=prl_…").
+function tokenFromInput(text) {
+  const m = /#token=([^&\s]+)/.exec(text);
+  return m ? decodeURIComponent(m[1]) : text;
+}
 
 // takeTokenFromURL moves a token given in the URL fragment ("#token=…", the
 // sign-in link parley serve prints) into storage and removes it from the
@@ -48,7 +57,7 @@ function setupTheme() {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
 }
 
-let session = null; // {api, list, conversation, newChat} once signed in
+let session = null; // {api, list, conversation, newChat, pages} once signed in
 
 function showLogin(message) {
   document.body.dataset.signedIn = "false";
@@ -95,24 +104,47 @@ function start(token) {
     },
   });
   const webhooks = new Webhooks(api);
-  session = { api, list, conversation, newChat, webhooks };
+  // The views besides the conversation, by their route "#/<name>".
+  const pages = { sources: new SourcesView(api), tokens: new TokensView(api, token) };
+  session = { api, list, conversation, newChat, webhooks, pages };
+  showOwner(api);
   document.body.dataset.signedIn = "true";
   show($("#login-view"), false);
   show($("#app"), true);
   show($("#sign-out"), true);
   show($("#toggle-sidebar"), true);
   show($("#webhooks-link"), true);
+  show($("#page-nav"), true);
   list.start();
   route();
 }
 
+// showOwner says whose token this is, and offers the admin's views to the
+// admin. (The server refuses them to anyone else in any case.)
+async function showOwner(api) {
+  try {
+    const u = await api.get("/api/v1/usage");
+    $("#whoami").textContent = u.owner;
+    show($("#nav-tokens"), u.owner === "admin");
+  } catch (err) {
+    console.warn("could not read the owner:", err);
+  }
+}
+
 function route() {
   if (!session) return;
+  const p = /^#\/([a-z]+)$/.exec(location.hash);
+  const page = p && Object.hasOwn(session.pages, p[1]) ? p[1] : null;
+  for (const [name, view] of Object.entries(session.pages)) {
+    show($(`#${name}-view`), name === page);
+    if (name === page) view.show();
+    else view.hide();
+  }
   const m = /^#\/chats\/([^/?#]+)/.exec(location.hash);
   const id = m ? decodeURIComponent(m[1]) : null;
-  const hooks = !id && /^#\/webhooks\b/.test(location.hash);
-  document.body.dataset.view = id ? "chat" : hooks ? "webhooks" : "list";
-  show($("#empty-view"), !id && !hooks);
+  const hooks = !id && !page && /^#\/webhooks\b/.test(location.hash);
+  document.body.dataset.view = page ? "page" : id ? "chat" : hooks ? "webhooks" : "list";
+  show($("#empty-view"), !id && !page && !hooks);
   session.webhooks.show(hooks);
   if (id) session.conversation.open(id);
   else session.conversation.close();
@@ -139,7 +171,7 @@ function main() {
   setupTheme();
   $("#login").addEventListener("submit", (e) => {
     e.preventDefault();
-    const token = $("#login-token").value.trim();
+    const token = tokenFromInput($("#login-token").value.trim());
     if (token) signIn(token);
   });
   $("#sign-out").addEventListener("click", () => signOut(""));
