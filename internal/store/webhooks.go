@@ -122,25 +122,33 @@ type DeliveryPage struct {
 	NextCursor string // "" on the last page
 }
 
-// ClaimedDelivery is a delivery a deliverer holds under a lease, with what
-// it needs to send it.
+// DeliveryBatch is an endpoint a claim holds, with the due deliveries
+// it claimed of it, oldest first.
+type DeliveryBatch struct {
+	Endpoint   WebhookEndpoint
+	Deliveries []ClaimedDelivery
+}
+
+// ClaimedDelivery is a claimed delivery and the event it sends.
 type ClaimedDelivery struct {
 	Delivery WebhookDelivery
-	Endpoint WebhookEndpoint
 	Event    WebhookEvent
 }
 
 // Claim asks ClaimDeliveries for work.
 type Claim struct {
-	WorkerID string
-	TTL      time.Duration // the claims' lease
-	Max      int           // at most this many deliveries
+	// ID names the claim, and fences the write of its outcomes: a
+	// deliverer makes it unique per claim, so that the late outcomes of a
+	// claim that ran out are refused even after it claims again.
+	ID    string
+	TTL   time.Duration // how long the endpoints are held
+	Max   int           // at most this many endpoints
+	Batch int           // at most this many deliveries of each
 }
 
-// DeliveryOutcome is what became of one attempt, as FinishDelivery writes it.
+// DeliveryOutcome is what became of one attempt.
 type DeliveryOutcome struct {
-	ID       int64
-	WorkerID string // the claim's; the write is fenced by it
+	ID int64
 	// Status is DeliveryDelivered, DeliveryPending (another attempt after
 	// RetryIn) or DeliveryFailed (no more attempts).
 	Status     string
@@ -150,6 +158,18 @@ type DeliveryOutcome struct {
 	// Disable, when not empty, disables the endpoint with this reason
 	// (it answered 410 Gone).
 	Disable string
+}
+
+// BatchOutcome is what became of a claimed batch, as FinishDeliveries
+// writes it.
+type BatchOutcome struct {
+	ClaimID    string
+	EndpointID string
+	// Outcomes are those of the deliveries attempted, in order. A batch
+	// stops at its first attempt that is not delivered, so all but the
+	// last are DeliveryDelivered; the deliveries not attempted are due
+	// again as they were.
+	Outcomes []DeliveryOutcome
 	// MaxFailures disables the endpoint when a failed delivery brings its
 	// failure streak to it; 0: never.
 	MaxFailures int
@@ -187,21 +207,23 @@ type Webhooks interface {
 	// tests and tools.
 	WebhookEvents(ctx context.Context, owner string) ([]WebhookEvent, error)
 
-	// ClaimDeliveries leases up to c.Max due pending deliveries of enabled
-	// endpoints to c.WorkerID for c.TTL, skipping those another claim
-	// holds (PostgreSQL: FOR UPDATE SKIP LOCKED; a lease that ran out is
-	// taken again). Of one endpoint it claims only the oldest due delivery,
-	// and none while another of its deliveries is leased, so an endpoint
+	// ClaimDeliveries claims, for c.TTL, up to c.Max enabled endpoints
+	// that have due pending deliveries and no claim in force (PostgreSQL:
+	// FOR UPDATE SKIP LOCKED; a claim that ran out is taken again), with up
+	// to c.Batch of each one's oldest due deliveries. While an endpoint is
+	// claimed no other claim takes any of its deliveries, so an endpoint
 	// receives its events one at a time, in order (a delivery waiting for
 	// a retry lets the later ones pass).
-	ClaimDeliveries(ctx context.Context, c Claim) ([]ClaimedDelivery, error)
-	// SetEventBody stores an event's body unless one is stored already,
-	// and returns the stored one: every attempt sends the same bytes.
-	SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error)
-	// FinishDelivery records an attempt's outcome, with the endpoint's
-	// failure streak, in one transaction. ErrLeaseLost if the claim is no
-	// longer o.WorkerID's (its lease ran out and another took it).
-	FinishDelivery(ctx context.Context, o DeliveryOutcome) error
+	ClaimDeliveries(ctx context.Context, c Claim) ([]DeliveryBatch, error)
+	// SetEventBodies stores each event's body (by event id) unless one is
+	// stored already, and returns the stored ones: every attempt sends the
+	// same bytes. ErrNotFound if an event does not exist.
+	SetEventBodies(ctx context.Context, bodies map[string][]byte) (map[string][]byte, error)
+	// FinishDeliveries records the outcomes of a claimed batch and the
+	// endpoint's failure streak, and releases the endpoint, in one
+	// transaction. ErrLeaseLost, writing nothing, if the endpoint is no
+	// longer held by o.ClaimID (its claim ran out and another took it).
+	FinishDeliveries(ctx context.Context, o BatchOutcome) error
 	// OldestDueDelivery returns when the earliest due pending delivery
 	// became due; ok false if none is due.
 	OldestDueDelivery(ctx context.Context) (due time.Time, ok bool, err error)

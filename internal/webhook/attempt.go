@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -69,7 +70,7 @@ const GoneReason = "the endpoint answered 410 Gone"
 // or after Retry-After when it asks for longer (capped at MaxRetryAfter),
 // and failed after the last one.
 func (p Policy) decide(attempt int, a answer, now time.Time) store.DeliveryOutcome {
-	o := store.DeliveryOutcome{StatusCode: a.code, MaxFailures: p.MaxFailures}
+	o := store.DeliveryOutcome{StatusCode: a.code}
 	switch {
 	case a.err == nil && a.code >= 200 && a.code < 300:
 		o.Status = store.DeliveryDelivered
@@ -149,21 +150,21 @@ func describe(a answer) string {
 // connection can be reused.
 const maxDrain = 64 << 10
 
-// post sends the body of c's event to its endpoint, signed.
-func (d *Deliverer) post(ctx context.Context, c store.ClaimedDelivery, body []byte) answer {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Endpoint.URL, bytes.NewReader(body))
+// post sends the body of an event to the endpoint e, signed.
+func (d *Deliverer) post(ctx context.Context, e store.WebhookEndpoint, eventID string, body []byte) answer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: fmt.Errorf("invalid endpoint url: %w", err)}
 	}
 	now := time.Now()
-	sig, err := Sign(c.Endpoint.Secrets(now), c.Event.ID, now, body)
+	sig, err := Sign(e.Secrets(now), eventID, now, body)
 	if err != nil {
 		return answer{err: err}
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "parley-webhooks")
-	h.Set("webhook-id", c.Event.ID)
+	h.Set("webhook-id", eventID)
 	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	h.Set("webhook-signature", sig)
 	res, err := d.client.Do(req)
@@ -186,51 +187,108 @@ func printable(b []byte) string {
 	return s
 }
 
-// body returns the event's body, building and storing it on its first
-// attempt (every attempt, of every endpoint, then sends the same bytes).
-func (d *Deliverer) body(ctx context.Context, ev store.WebhookEvent) ([]byte, error) {
-	if ev.Body != nil {
-		return ev.Body, nil
+// bodies returns the bodies of the batch's events, building and storing
+// those sent for the first time (every attempt, of every endpoint, then
+// sends the same bytes); an event whose body could not be had is missing,
+// and the error says why.
+func (d *Deliverer) bodies(ctx context.Context, b store.DeliveryBatch) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(b.Deliveries))
+	fresh := map[string][]byte{}
+	var errs []error
+	for _, c := range b.Deliveries {
+		ev := c.Event
+		if ev.Body != nil {
+			out[ev.ID] = ev.Body
+			continue
+		}
+		if _, ok := fresh[ev.ID]; ok {
+			continue
+		}
+		body, err := BuildBody(ctx, d.cfg.Store, d.cfg.Tools, ev)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("event %s: %w", ev.ID, err))
+			continue
+		}
+		fresh[ev.ID] = body
 	}
-	b, err := BuildBody(ctx, d.cfg.Store, d.cfg.Tools, ev)
-	if err != nil {
-		return nil, err
+	if len(fresh) > 0 {
+		stored, err := d.cfg.Store.SetEventBodies(ctx, fresh)
+		if err != nil {
+			return out, errors.Join(append(errs, err)...)
+		}
+		maps.Copy(out, stored)
 	}
-	return d.cfg.Store.SetEventBody(ctx, ev.ID, b)
+	return out, errors.Join(errs...)
 }
 
-// finishTimeout bounds the write of an attempt's outcome, also when the
+// finishTimeout bounds the write of a batch's outcomes, also when the
 // deliverer is stopping.
 const finishTimeout = 10 * time.Second
 
-// attempt makes one attempt of a claimed delivery and records its outcome.
-func (d *Deliverer) attempt(ctx context.Context, c store.ClaimedDelivery) {
-	start := time.Now()
-	var a answer
-	body, err := d.body(ctx, c.Event)
-	if err != nil {
-		a = answer{err: fmt.Errorf("build the body: %w", err)}
-	} else {
-		a = d.post(ctx, c, body)
+// attempted is an attempt and what became of it.
+type attempted struct {
+	c    store.ClaimedDelivery
+	a    answer
+	o    store.DeliveryOutcome
+	took time.Duration
+}
+
+// deliver sends a claimed batch to its endpoint, one delivery at a time,
+// in order, and records the outcomes. The batch stops at the first attempt
+// that is not delivered (the later deliveries do not overtake it within
+// the batch), and when until has passed or the deliverer is stopping: the
+// deliveries not attempted stay due for the next claim.
+func (d *Deliverer) deliver(ctx context.Context, claimID string, until time.Time, b store.DeliveryBatch) {
+	bodies, bodyErr := d.bodies(ctx, b)
+	var done []attempted
+	for i, c := range b.Deliveries {
+		if ctx.Err() != nil || (i > 0 && time.Now().After(until)) {
+			break
+		}
+		start := time.Now()
+		var a answer
+		if body, ok := bodies[c.Event.ID]; ok {
+			a = d.post(ctx, b.Endpoint, c.Event.ID, body)
+		} else {
+			a = answer{err: fmt.Errorf("build the body: %w", bodyErr)}
+		}
+		var o store.DeliveryOutcome
+		if a.code == 0 && ctx.Err() != nil {
+			// Cut short by the deliverer stopping: due again at once, for
+			// another replica (or this one, restarted).
+			o = store.DeliveryOutcome{Status: store.DeliveryPending, Error: "cut short: the server was stopping"}
+		} else {
+			o = d.policy.decide(c.Delivery.Attempts+1, a, time.Now())
+		}
+		o.ID = c.Delivery.ID
+		done = append(done, attempted{c: c, a: a, o: o, took: time.Since(start)})
+		if o.Status != store.DeliveryDelivered {
+			break
+		}
 	}
-	var o store.DeliveryOutcome
-	if a.code == 0 && ctx.Err() != nil {
-		// Cut short by the deliverer stopping: due again at once, for
-		// another replica (or this one, restarted).
-		o = store.DeliveryOutcome{Status: store.DeliveryPending, Error: "cut short: the server was stopping"}
-	} else {
-		o = d.policy.decide(c.Delivery.Attempts+1, a, time.Now())
+	outcomes := make([]store.DeliveryOutcome, len(done))
+	for i, at := range done {
+		outcomes[i] = at.o
 	}
-	o.ID, o.WorkerID = c.Delivery.ID, d.cfg.WorkerID
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if err := d.cfg.Store.FinishDelivery(fctx, o); err != nil {
-		d.log.Warn("record webhook attempt", "delivery", c.Delivery.ID, "event", c.Event.ID, "err", err)
+	err := d.cfg.Store.FinishDeliveries(fctx, store.BatchOutcome{ClaimID: claimID, EndpointID: b.Endpoint.ID,
+		Outcomes: outcomes, MaxFailures: d.policy.MaxFailures})
+	if err != nil {
+		d.log.Warn("record webhook attempts", "endpoint", b.Endpoint.ID, "attempts", len(done), "err", err)
 		return
 	}
-	d.cfg.Metrics.observe(o, a, time.Since(start))
+	for _, at := range done {
+		d.cfg.Metrics.observe(at.o, at.a, at.took)
+		d.logAttempt(b.Endpoint, at)
+	}
+}
+
+// logAttempt logs an attempt recorded: at Debug when delivered.
+func (d *Deliverer) logAttempt(e store.WebhookEndpoint, at attempted) {
+	c, o := at.c, at.o
 	log := d.log.With("delivery", c.Delivery.ID, "event", c.Event.ID, "type", c.Event.Type,
-		"endpoint", c.Endpoint.ID, "attempt", c.Delivery.Attempts+1, "status", o.Status, "http_status", a.code)
+		"endpoint", e.ID, "attempt", c.Delivery.Attempts+1, "status", o.Status, "http_status", at.a.code)
 	switch {
 	case o.Disable != "" || o.Status == store.DeliveryFailed:
 		log.Warn("webhook delivery failed", "error", o.Error)

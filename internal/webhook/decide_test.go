@@ -41,7 +41,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := p.decide(tc.attempt, tc.a, now)
 			if o.Status != tc.status || o.RetryIn != tc.retryIn || o.Disable != tc.disable || o.Error != tc.err ||
-				o.MaxFailures != 3 || o.StatusCode != tc.a.code {
+				o.StatusCode != tc.a.code {
 				t.Fatalf("decide = %+v", o)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -35,9 +36,9 @@ const pruneEvery = time.Hour
 type Store interface {
 	GetChat(ctx context.Context, id string) (chat.Chat, error)
 	TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error)
-	ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error)
-	SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error)
-	FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error
+	ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.DeliveryBatch, error)
+	SetEventBodies(ctx context.Context, bodies map[string][]byte) (map[string][]byte, error)
+	FinishDeliveries(ctx context.Context, o store.BatchOutcome) error
 	PruneWebhooks(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
@@ -50,27 +51,29 @@ type Config struct {
 	// one of the host name, the process id and a random part).
 	WorkerID string
 	Policy   Policy
-	// Timeout bounds one attempt (DefaultTimeout if 0); a claim's lease
-	// is Timeout plus a margin, so a crashed deliverer's claims are taken
-	// again soon after.
+	// Timeout bounds one attempt (DefaultTimeout if 0). A claim lasts
+	// twice as long, so a crashed deliverer's endpoints are taken again
+	// soon after.
 	Timeout      time.Duration
 	PollInterval time.Duration // fallback poll (DefaultPollInterval if 0)
-	Concurrency  int           // attempts at once (DefaultConcurrency if 0)
+	Concurrency  int           // endpoints served at once (DefaultConcurrency if 0)
 	Retention    time.Duration // ended deliveries kept (DefaultRetention if 0)
 	Tools        Describer     // describes calls waiting for approval; nil: none
 	Metrics      *Metrics      // nil: none
 }
 
-// Deliverer sends the due deliveries of every replica's outbox, a few at a
-// time: woken by chat changes, and polling as a fallback. Several
-// deliverers (one per replica) share the work through the store's leased
-// claims.
+// Deliverer sends the due deliveries of every replica's outbox: woken by
+// chat changes, and polling as a fallback. It claims endpoints, each with
+// a batch of its oldest due deliveries, and sends each batch one delivery
+// at a time, in order, several endpoints at once. Several deliverers (one
+// per replica) share the work through the store's claims.
 type Deliverer struct {
 	cfg    Config
 	log    *slog.Logger
 	client *http.Client
 	policy Policy
-	done   chan struct{} // an attempt ended: its endpoint may have more
+	claims atomic.Int64  // numbers this deliverer's claims
+	done   chan struct{} // a batch ended: its endpoint may have more
 }
 
 // WorkerID returns the id its claims are leased to.
@@ -125,8 +128,10 @@ func New(cfg Config) (*Deliverer, error) {
 		client: client, policy: cfg.Policy, done: make(chan struct{}, 1)}, nil
 }
 
-// leaseMargin is how much longer than an attempt's timeout a claim lasts.
-const leaseMargin = 15 * time.Second
+// batchSize bounds the deliveries of an endpoint one claim takes: the
+// store is written once per batch, and a deliverer killed mid-batch sends
+// at most this many again.
+const batchSize = 50
 
 // Run delivers until ctx ends, then waits for the attempts in flight
 // (each bounded by the timeout; those cut short by the end of ctx are
@@ -193,23 +198,28 @@ func (d *Deliverer) subscribe(ctx context.Context) <-chan pubsub.Message {
 	return sub.C()
 }
 
-// fill claims due deliveries for the free slots and starts their attempts,
-// until no slot is free or nothing is due.
+// fill claims endpoints with due deliveries for the free slots and starts
+// their batches, until no slot is free or nothing is due.
 func (d *Deliverer) fill(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		if free == 0 {
 			return
 		}
-		claimed, err := d.cfg.Store.ClaimDeliveries(ctx, store.Claim{WorkerID: d.cfg.WorkerID,
-			TTL: d.cfg.Timeout + leaseMargin, Max: free})
+		c := store.Claim{ID: fmt.Sprintf("%s/%d", d.cfg.WorkerID, d.claims.Add(1)), TTL: 2 * d.cfg.Timeout,
+			Max: free, Batch: batchSize}
+		// A batch starts no attempt once half the timeout has passed since
+		// the claim, so its last attempt and the write of its outcomes end
+		// within the claim.
+		until := time.Now().Add(d.cfg.Timeout / 2)
+		batches, err := d.cfg.Store.ClaimDeliveries(ctx, c)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("claim webhook deliveries", "err", err)
 			}
 			return
 		}
-		for _, c := range claimed {
+		for _, b := range batches {
 			slots <- struct{}{}
 			inflight.Add(1)
 			go func() {
@@ -221,10 +231,10 @@ func (d *Deliverer) fill(ctx context.Context, slots chan struct{}, inflight *syn
 					default:
 					}
 				}()
-				d.attempt(ctx, c)
+				d.deliver(ctx, c.ID, until, b)
 			}()
 		}
-		if len(claimed) < free {
+		if len(batches) < free {
 			return
 		}
 	}

@@ -137,7 +137,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, owner, id string, p store.Web
 // failPending fails the pending deliveries of an endpoint just disabled.
 func failPending(ctx context.Context, q querier, endpointID, reason string) error {
 	_, err := q.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = $1,
-		lease_until = NULL, leased_by = '' WHERE endpoint_id = $2 AND status = 'pending'`,
+		leased_by = '' WHERE endpoint_id = $2 AND status = 'pending'`,
 		dbutil.EndpointDisabledError(reason), endpointID)
 	return err
 }
@@ -262,42 +262,51 @@ func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.Webhoo
 	return out, rows.Err()
 }
 
-func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.DeliveryBatch, error) {
 	if err := dbutil.CheckClaim(c); err != nil {
 		return nil, err
 	}
-	// A delivery is claimable when it is due, not leased (re-checked on
-	// the row once locked, so two claims never both take it), its endpoint
-	// is enabled, and no other pending delivery of its endpoint is leased
-	// or due before it. Rows another claim has locked are skipped.
-	rows, err := s.q.Query(ctx, `WITH c AS (
-			SELECT d.id FROM webhook_deliveries d
-			JOIN webhook_endpoints p ON p.id = d.endpoint_id
-			WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-				AND (d.lease_until IS NULL OR d.lease_until <= now()) AND NOT p.disabled
-				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
-					WHERE o.endpoint_id = d.endpoint_id AND o.status = 'pending' AND o.id <> d.id
-						AND (o.lease_until > now() OR (o.next_attempt_at <= now() AND o.id < d.id)))
-			ORDER BY d.next_attempt_at, d.id LIMIT $3
-			FOR UPDATE OF d SKIP LOCKED),
+	// The endpoints: enabled, not claimed (or their claim ran out), with a
+	// due pending delivery; the one whose oldest is due the longest first.
+	// Those another claim has locked are skipped; one whose row changed
+	// since this statement's snapshot is re-checked on its new row, so two
+	// claims never both hold it. Of each, the Batch oldest due deliveries:
+	// their conditions are repeated in the UPDATE, which re-checks them on
+	// rows a finish changed after the snapshot (a delivery just delivered
+	// is not taken again). An endpoint is claimed only if some remain.
+	rows, err := s.q.Query(ctx, `WITH p AS (
+			SELECT p.id FROM webhook_endpoints p
+			CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d
+				WHERE d.endpoint_id = p.id AND d.status = 'pending') o
+			WHERE NOT p.disabled AND (p.claimed_until IS NULL OR p.claimed_until <= now()) AND o.due <= now()
+			ORDER BY o.due, p.id LIMIT $3
+			FOR UPDATE OF p SKIP LOCKED),
+		b AS (
+			SELECT d.id FROM p CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d
+				WHERE d.endpoint_id = p.id AND d.status = 'pending' AND d.next_attempt_at <= now()
+				ORDER BY d.id LIMIT $4) d),
 		u AS (
-			UPDATE webhook_deliveries d SET lease_until = now() + $1::bigint * interval '1 microsecond', leased_by = $2
-			FROM c WHERE d.id = c.id RETURNING d.*)
+			UPDATE webhook_deliveries d SET leased_by = $2 FROM b
+			WHERE d.id = b.id AND d.status = 'pending' AND d.next_attempt_at <= now() RETURNING d.*),
+		c AS (
+			UPDATE webhook_endpoints p SET claimed_by = $2, claimed_until = now() + $1::bigint * interval '1 microsecond'
+			WHERE p.id IN (SELECT endpoint_id FROM u) RETURNING p.id)
 		SELECT `+eventColumns+`, `+deliveryColumns+`, `+endpointColumnsP+`
 		FROM u AS d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints p ON p.id = d.endpoint_id
-		ORDER BY d.next_attempt_at, d.id`,
-		c.TTL.Microseconds(), c.WorkerID, c.Max)
+		WHERE d.endpoint_id IN (SELECT id FROM c)
+		ORDER BY d.endpoint_id, d.id`,
+		c.TTL.Microseconds(), c.ID, c.Max, c.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	defer rows.Close()
-	var out []store.ClaimedDelivery
+	var out []store.DeliveryBatch
 	for rows.Next() {
-		cd, err := scanClaimed(rows)
+		e, cd, err := scanClaimed(rows)
 		if err != nil {
 			return nil, fmt.Errorf("claim deliveries: %w", err)
 		}
-		out = append(out, cd)
+		out = dbutil.AddToBatch(out, e, cd)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
@@ -311,15 +320,16 @@ const endpointColumnsP = `p.id, p.owner, p.url, p.events, p.description, p.secre
 
 // scanClaimed reads a row of eventColumns, deliveryColumns and the
 // endpoint's columns.
-func scanClaimed(row pgx.Row) (store.ClaimedDelivery, error) {
+func scanClaimed(row pgx.Row) (store.WebhookEndpoint, store.ClaimedDelivery, error) {
 	var (
 		cd     store.ClaimedDelivery
+		e      store.WebhookEndpoint
 		status string
 		labels []byte
 		last   []byte
 		next   time.Time
 	)
-	ev, d, e := &cd.Event, &cd.Delivery, &cd.Endpoint
+	ev, d := &cd.Event, &cd.Delivery
 	c := &ev.Chat
 	err := row.Scan(&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &status, &labels, &last,
 		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &c.ActionDeadline,
@@ -329,10 +339,10 @@ func scanClaimed(row pgx.Row) (store.ClaimedDelivery, error) {
 		&e.ID, &e.Owner, &e.URL, &e.Events, &e.Description, &e.Secret, &e.PreviousSecret,
 		&e.PreviousSecretUntil, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &e.CreatedAt, &e.UpdatedAt)
 	if err != nil {
-		return cd, err
+		return e, cd, err
 	}
 	if err := dbutil.DecodeChat(c, []byte("[]"), labels, last); err != nil {
-		return cd, fmt.Errorf("decode event %s: %w", ev.ID, err)
+		return e, cd, fmt.Errorf("decode event %s: %w", ev.ID, err)
 	}
 	c.ID, c.Owner, c.Status = ev.ChatID, ev.Owner, chat.Status(status)
 	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
@@ -342,72 +352,93 @@ func scanClaimed(row pgx.Row) (store.ClaimedDelivery, error) {
 	d.CreatedAt, d.DeliveredAt = d.CreatedAt.UTC(), dbutil.UTCPtr(d.DeliveredAt)
 	e.PreviousSecretUntil = dbutil.UTCPtr(e.PreviousSecretUntil)
 	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
-	return cd, nil
+	return e, cd, nil
 }
 
-func (s *Store) SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error) {
-	var stored []byte
-	err := s.q.QueryRow(ctx, `UPDATE webhook_events SET body = coalesce(body, $1) WHERE id = $2 RETURNING body`,
-		body, eventID).Scan(&stored)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
+func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (map[string][]byte, error) {
+	ids := make([]string, 0, len(bodies))
+	values := make([][]byte, 0, len(bodies))
+	for id, b := range bodies {
+		ids, values = append(ids, id), append(values, b)
 	}
+	stored := make(map[string][]byte, len(bodies))
+	err := s.writeTx(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, `UPDATE webhook_events e SET body = coalesce(e.body, v.body)
+			FROM unnest($1::text[], $2::bytea[]) AS v (id, body) WHERE e.id = v.id RETURNING e.id, e.body`, ids, values)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				id string
+				b  []byte
+			)
+			if err := rows.Scan(&id, &b); err != nil {
+				return err
+			}
+			stored[id] = b
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return dbutil.AllStored(bodies, stored) // else nothing is stored
+	})
 	if err != nil {
-		return nil, fmt.Errorf("set body of event %s: %w", eventID, err)
+		return nil, fmt.Errorf("set event bodies: %w", err)
 	}
 	return stored, nil
 }
 
-func (s *Store) FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error {
-	if err := dbutil.CheckDeliveryOutcome(o); err != nil {
+func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
+	if err := dbutil.CheckBatchOutcome(o); err != nil {
 		return err
 	}
+	ids, statuses := make([]int64, len(o.Outcomes)), make([]string, len(o.Outcomes))
+	retries, codes, errs := make([]int64, len(o.Outcomes)), make([]int32, len(o.Outcomes)), make([]string, len(o.Outcomes))
+	for i, d := range o.Outcomes {
+		ids[i], statuses[i], retries[i], codes[i], errs[i] = d.ID, d.Status, d.RetryIn.Microseconds(), int32(d.StatusCode), d.Error
+	}
 	err := s.writeTx(ctx, func(q querier) error {
-		var endpointID string
-		err := q.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1,
-				next_attempt_at = CASE WHEN $1 = 'pending' THEN now() + $2::bigint * interval '1 microsecond'
-					ELSE next_attempt_at END,
-				lease_until = NULL, leased_by = '', last_status_code = $3, last_error = $4,
-				delivered_at = CASE WHEN $1 = 'delivered' THEN now() END
-			WHERE id = $5 AND leased_by = $6 AND status = 'pending' RETURNING endpoint_id`,
-			o.Status, o.RetryIn.Microseconds(), o.StatusCode, o.Error, o.ID, o.WorkerID).Scan(&endpointID)
+		e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+			WHERE id = $1 AND claimed_by = $2 FOR UPDATE`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrLeaseLost
 		}
 		if err != nil {
 			return err
 		}
-		if o.Status == store.DeliveryPending && o.Disable == "" {
-			return nil
-		}
-		// The endpoint's streak: reset by a delivery, grown by a failure;
-		// at MaxFailures, or on Disable, the endpoint is disabled.
-		var (
-			disabled bool
-			reason   string
-		)
-		err = q.QueryRow(ctx, `UPDATE webhook_endpoints SET
-				failure_streak = CASE $1::text WHEN 'delivered' THEN 0 WHEN 'failed' THEN failure_streak + 1
-					ELSE failure_streak END,
-				disabled_reason = CASE WHEN disabled THEN disabled_reason
-					WHEN $2::text <> '' THEN $2::text
-					WHEN $1::text = 'failed' AND $3::int > 0 AND failure_streak + 1 >= $3::int
-						THEN 'disabled after ' || (failure_streak + 1) || ' failed deliveries in a row'
-					ELSE disabled_reason END,
-				disabled = disabled OR $2::text <> '' OR ($1::text = 'failed' AND $3::int > 0 AND failure_streak + 1 >= $3::int),
-				updated_at = now()
-			WHERE id = $4 RETURNING disabled, disabled_reason`,
-			o.Status, o.Disable, o.MaxFailures, endpointID).Scan(&disabled, &reason)
+		// The outcomes of the deliveries still pending under this claim
+		// (one failed meanwhile with its disabled endpoint is left alone).
+		rows, err := q.Query(ctx, `UPDATE webhook_deliveries d SET status = v.status, attempts = d.attempts + 1,
+				next_attempt_at = CASE WHEN v.status = 'pending' THEN now() + v.retry * interval '1 microsecond'
+					ELSE d.next_attempt_at END,
+				leased_by = '', last_status_code = v.code, last_error = v.error,
+				delivered_at = CASE WHEN v.status = 'delivered' THEN now() END
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::int[], $5::text[]) AS v (id, status, retry, code, error)
+			WHERE d.id = v.id AND d.endpoint_id = $6 AND d.leased_by = $7 AND d.status = 'pending'
+			RETURNING d.id`, ids, statuses, retries, codes, errs, o.EndpointID, o.ClaimID)
 		if err != nil {
 			return err
 		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		changed, disabled := dbutil.ApplyOutcomes(&e, dbutil.Recorded(o.Outcomes, applied), o.MaxFailures, time.Now())
+		if _, err := q.Exec(ctx, `UPDATE webhook_endpoints SET claimed_by = '', claimed_until = NULL,
+				failure_streak = $1, disabled = $2, disabled_reason = $3,
+				updated_at = CASE WHEN $4 THEN now() ELSE updated_at END
+			WHERE id = $5`, e.FailureStreak, e.Disabled, e.DisabledReason, changed, o.EndpointID); err != nil {
+			return err
+		}
 		if disabled {
-			return failPending(ctx, q, endpointID, reason)
+			return failPending(ctx, q, o.EndpointID, e.DisabledReason)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("finish delivery %d: %w", o.ID, err)
+		return fmt.Errorf("finish deliveries to %s: %w", o.EndpointID, err)
 	}
 	return nil
 }

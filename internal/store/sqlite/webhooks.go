@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -151,7 +152,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, owner, id string, p store.Web
 // failPending fails the pending deliveries of an endpoint just disabled.
 func failPending(ctx context.Context, q querier, endpointID, reason string) error {
 	_, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = ?,
-		lease_until = NULL, leased_by = '' WHERE endpoint_id = ? AND status = 'pending'`,
+		leased_by = '' WHERE endpoint_id = ? AND status = 'pending'`,
 		dbutil.EndpointDisabledError(reason), endpointID)
 	return err
 }
@@ -293,7 +294,7 @@ func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.Webhoo
 	return out, rows.Err()
 }
 
-func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.ClaimedDelivery, error) {
+func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.DeliveryBatch, error) {
 	if err := dbutil.CheckClaim(c); err != nil {
 		return nil, err
 	}
@@ -309,43 +310,42 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Cla
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
-	var out []store.ClaimedDelivery
+	var out []store.DeliveryBatch
 	err = s.writeOne(ctx, func(q querier) error {
 		out = nil
-		// A delivery is claimable when it is due, its endpoint is enabled,
-		// and no other pending delivery of its endpoint is leased or due
-		// before it.
-		rows, err := q.QueryContext(ctx, `UPDATE webhook_deliveries SET lease_until = ?1 + ?2, leased_by = ?3
-			WHERE id IN (SELECT d.id FROM webhook_deliveries d
-				JOIN webhook_endpoints p ON p.id = d.endpoint_id
-				WHERE d.status = 'pending' AND d.next_attempt_at <= ?1 AND p.disabled = 0
-					AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o
-						WHERE o.endpoint_id = d.endpoint_id AND o.status = 'pending'
-							AND (o.lease_until > ?1 OR (o.next_attempt_at <= ?1 AND o.id < d.id)))
-				ORDER BY d.next_attempt_at, d.id LIMIT ?4)
-			RETURNING id`, now, c.TTL.Microseconds(), c.WorkerID, c.Max)
+		// The endpoints: enabled, not claimed (or their claim ran out),
+		// with a due pending delivery; the one whose oldest is due the
+		// longest first. The writer is this process's alone, so no other
+		// claim runs meanwhile.
+		rows, err := q.QueryContext(ctx, `UPDATE webhook_endpoints SET claimed_by = ?3, claimed_until = ?1 + ?2
+			WHERE id IN (SELECT p.id FROM webhook_endpoints p
+				JOIN (SELECT endpoint_id, min(next_attempt_at) AS due FROM webhook_deliveries
+					WHERE status = 'pending' GROUP BY endpoint_id) o ON o.endpoint_id = p.id
+				WHERE p.disabled = 0 AND (p.claimed_until IS NULL OR p.claimed_until <= ?1) AND o.due <= ?1
+				ORDER BY o.due, p.id LIMIT ?4)
+			RETURNING `+endpointColumns, now, c.TTL.Microseconds(), c.ID, c.Max)
 		if err != nil {
 			return err
 		}
-		var ids []int64
+		var endpoints []store.WebhookEndpoint
 		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
+			e, err := scanEndpoint(rows)
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			endpoints = append(endpoints, e)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			cd, err := readClaimed(ctx, q, id)
+		for _, e := range endpoints {
+			batch, err := claimBatch(ctx, q, e, c, now)
 			if err != nil {
 				return err
 			}
-			out = append(out, cd)
+			out = append(out, batch)
 		}
 		return nil
 	})
@@ -355,96 +355,117 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Cla
 	return out, nil
 }
 
-// readClaimed reads a claimed delivery with its event and endpoint.
-func readClaimed(ctx context.Context, q querier, id int64) (store.ClaimedDelivery, error) {
-	var (
-		cd         store.ClaimedDelivery
-		endpointID string
-		owner      string
-	)
-	ev, err := scanEvent(q.QueryRowContext(ctx, `SELECT `+eventColumns+`, d.endpoint_id, p.owner
-		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-		JOIN webhook_endpoints p ON p.id = d.endpoint_id WHERE d.id = ?`, id), &endpointID, &owner)
+// claimBatch marks the c.Batch oldest due deliveries of the endpoint e as
+// c's, and reads them with their events.
+func claimBatch(ctx context.Context, q querier, e store.WebhookEndpoint, c store.Claim, now int64) (store.DeliveryBatch, error) {
+	batch := store.DeliveryBatch{Endpoint: e}
+	rows, err := q.QueryContext(ctx, `UPDATE webhook_deliveries SET leased_by = ?1
+		WHERE id IN (SELECT id FROM webhook_deliveries
+			WHERE endpoint_id = ?2 AND status = 'pending' AND next_attempt_at <= ?3 ORDER BY id LIMIT ?4)
+		RETURNING id`, c.ID, e.ID, now, c.Batch)
 	if err != nil {
-		return cd, fmt.Errorf("read delivery %d: %w", id, err)
+		return batch, err
 	}
-	d, err := scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
-		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id))
-	if err != nil {
-		return cd, fmt.Errorf("read delivery %d: %w", id, err)
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return batch, err
+		}
+		ids = append(ids, id)
 	}
-	e, err := getEndpoint(ctx, q, owner, endpointID)
-	if err != nil {
-		return cd, err
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return batch, err
 	}
-	return store.ClaimedDelivery{Delivery: d, Endpoint: e, Event: ev}, nil
+	slices.Sort(ids)
+	for _, id := range ids {
+		var cd store.ClaimedDelivery
+		if cd.Delivery, err = scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id)); err != nil {
+			return batch, fmt.Errorf("read delivery %d: %w", id, err)
+		}
+		if cd.Event, err = scanEvent(q.QueryRowContext(ctx, `SELECT `+eventColumns+`
+			FROM webhook_events e WHERE e.id = ?`, cd.Delivery.EventID)); err != nil {
+			return batch, fmt.Errorf("read event of delivery %d: %w", id, err)
+		}
+		batch.Deliveries = append(batch.Deliveries, cd)
+	}
+	return batch, nil
 }
 
-func (s *Store) SetEventBody(ctx context.Context, eventID string, body []byte) ([]byte, error) {
-	var stored []byte
+func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (map[string][]byte, error) {
+	stored := make(map[string][]byte, len(bodies))
 	err := s.writeOne(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, `UPDATE webhook_events SET body = coalesce(body, ?) WHERE id = ? RETURNING body`,
-			body, eventID).Scan(&stored)
+		for id, body := range bodies {
+			var b []byte
+			err := q.QueryRowContext(ctx, `UPDATE webhook_events SET body = coalesce(body, ?) WHERE id = ? RETURNING body`,
+				body, id).Scan(&b)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("event %s: %w", id, store.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			stored[id] = b
+		}
+		return nil
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("set body of event %s: %w", eventID, err)
+		return nil, fmt.Errorf("set event bodies: %w", err)
 	}
 	return stored, nil
 }
 
-func (s *Store) FinishDelivery(ctx context.Context, o store.DeliveryOutcome) error {
-	if err := dbutil.CheckDeliveryOutcome(o); err != nil {
+func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
+	if err := dbutil.CheckBatchOutcome(o); err != nil {
 		return err
 	}
-	now := dbutil.Micros(dbutil.Now())
+	now := dbutil.Now()
 	err := s.writeOne(ctx, func(q querier) error {
-		var endpointID string
-		err := q.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?1, attempts = attempts + 1,
-				next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?2 + ?3 ELSE next_attempt_at END,
-				lease_until = NULL, leased_by = '', last_status_code = ?4, last_error = ?5,
-				delivered_at = CASE WHEN ?1 = 'delivered' THEN ?2 END
-			WHERE id = ?6 AND leased_by = ?7 AND status = 'pending' RETURNING endpoint_id`,
-			o.Status, now, o.RetryIn.Microseconds(), o.StatusCode, o.Error, o.ID, o.WorkerID).Scan(&endpointID)
+		e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+			WHERE id = ? AND claimed_by = ?`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrLeaseLost
 		}
 		if err != nil {
 			return err
 		}
-		if o.Status == store.DeliveryPending && o.Disable == "" {
-			return nil
+		// The outcomes of the deliveries still pending under this claim
+		// (one failed meanwhile with its disabled endpoint is left alone).
+		var applied []int64
+		for _, d := range o.Outcomes {
+			res, err := q.ExecContext(ctx, `UPDATE webhook_deliveries SET status = ?1, attempts = attempts + 1,
+					next_attempt_at = CASE WHEN ?1 = 'pending' THEN ?2 + ?3 ELSE next_attempt_at END,
+					leased_by = '', last_status_code = ?4, last_error = ?5,
+					delivered_at = CASE WHEN ?1 = 'delivered' THEN ?2 END
+				WHERE id = ?6 AND endpoint_id = ?7 AND leased_by = ?8 AND status = 'pending'`,
+				d.Status, dbutil.Micros(now), d.RetryIn.Microseconds(), d.StatusCode, d.Error, d.ID, o.EndpointID, o.ClaimID)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				applied = append(applied, d.ID)
+			}
 		}
-		// The endpoint's streak: reset by a delivery, grown by a failure;
-		// at MaxFailures, or on Disable, the endpoint is disabled.
-		var (
-			disabled bool
-			reason   string
-		)
-		err = q.QueryRowContext(ctx, `UPDATE webhook_endpoints SET
-				failure_streak = CASE ?1 WHEN 'delivered' THEN 0 WHEN 'failed' THEN failure_streak + 1 ELSE failure_streak END,
-				disabled_reason = CASE WHEN disabled THEN disabled_reason
-					WHEN ?2 <> '' THEN ?2
-					WHEN ?1 = 'failed' AND ?3 > 0 AND failure_streak + 1 >= ?3
-						THEN 'disabled after ' || (failure_streak + 1) || ' failed deliveries in a row'
-					ELSE disabled_reason END,
-				disabled = CASE WHEN ?2 <> '' OR (?1 = 'failed' AND ?3 > 0 AND failure_streak + 1 >= ?3)
-					THEN 1 ELSE disabled END,
-				updated_at = ?4
-			WHERE id = ?5 RETURNING disabled, disabled_reason`,
-			o.Status, o.Disable, o.MaxFailures, now, endpointID).Scan(&disabled, &reason)
-		if err != nil {
+		_, disabled := dbutil.ApplyOutcomes(&e, dbutil.Recorded(o.Outcomes, applied), o.MaxFailures, now)
+		if _, err := q.ExecContext(ctx, `UPDATE webhook_endpoints SET claimed_by = '', claimed_until = NULL,
+				failure_streak = ?, disabled = ?, disabled_reason = ?, updated_at = ? WHERE id = ?`,
+			e.FailureStreak, e.Disabled, e.DisabledReason, dbutil.Micros(e.UpdatedAt), o.EndpointID); err != nil {
 			return err
 		}
 		if disabled {
-			return failPending(ctx, q, endpointID, reason)
+			return failPending(ctx, q, o.EndpointID, e.DisabledReason)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("finish delivery %d: %w", o.ID, err)
+		return fmt.Errorf("finish deliveries to %s: %w", o.EndpointID, err)
 	}
 	return nil
 }

@@ -1,9 +1,13 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +25,8 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"OutboxActionThrough":      testOutboxActionThrough,
 	"ClaimOneAtATimeInOrder":   testClaimInOrder,
 	"ClaimLeaseRetaken":        testClaimLeaseRetaken,
+	"ClaimBatchInOrder":        testClaimBatchInOrder,
+	"ClaimConcurrentInOrder":   testClaimConcurrentInOrder,
 	"FinishRetryAndStreak":     testFinishRetryAndStreak,
 	"FinishGoneDisables":       testFinishGoneDisables,
 	"RedeliverAndList":         testRedeliverAndList,
@@ -66,20 +72,59 @@ func eventTypes(t *testing.T, s store.Store, owner string) []string {
 	return out
 }
 
-// claim claims deliveries and fails the test on error.
-func claim(t *testing.T, s store.Store, worker string, ttl time.Duration, max int) []store.ClaimedDelivery {
+// claimed is a claimed delivery as the tests look at it: with its
+// endpoint and the claim that holds it.
+type claimed struct {
+	store.ClaimedDelivery
+	Endpoint store.WebhookEndpoint
+	Claim    string
+}
+
+// claimBatches claims deliveries, batch of each endpoint at most, and
+// fails the test on error.
+func claimBatches(t *testing.T, s store.Store, id string, ttl time.Duration, max, batch int) []store.DeliveryBatch {
 	t.Helper()
-	got, err := s.ClaimDeliveries(t.Context(), store.Claim{WorkerID: worker, TTL: ttl, Max: max})
+	got, err := s.ClaimDeliveries(t.Context(), store.Claim{ID: id, TTL: ttl, Max: max, Batch: batch})
 	if err != nil {
 		t.Fatalf("ClaimDeliveries: %v", err)
+	}
+	for _, b := range got {
+		if len(b.Deliveries) == 0 || len(b.Deliveries) > batch {
+			t.Fatalf("claimed a batch of %d deliveries of %s, want 1 to %d", len(b.Deliveries), b.Endpoint.ID, batch)
+		}
 	}
 	return got
 }
 
-func finish(t *testing.T, s store.Store, o store.DeliveryOutcome) {
+// claim claims the oldest due delivery of up to max endpoints.
+func claim(t *testing.T, s store.Store, id string, ttl time.Duration, max int) []claimed {
 	t.Helper()
-	if err := s.FinishDelivery(t.Context(), o); err != nil {
-		t.Fatalf("FinishDelivery(%+v): %v", o, err)
+	var out []claimed
+	for _, b := range claimBatches(t, s, id, ttl, max, 1) {
+		out = append(out, claimed{ClaimedDelivery: b.Deliveries[0], Endpoint: b.Endpoint, Claim: id})
+	}
+	return out
+}
+
+// finishAs records o, the outcome of c's delivery, as the claim id with
+// MaxFailures max.
+func finishAs(s store.Store, id string, c claimed, max int, o store.DeliveryOutcome) error {
+	o.ID = c.Delivery.ID
+	return s.FinishDeliveries(context.Background(), store.BatchOutcome{ClaimID: id, EndpointID: c.Endpoint.ID,
+		Outcomes: []store.DeliveryOutcome{o}, MaxFailures: max})
+}
+
+// finish records o, the outcome of c's delivery, as c's claim.
+func finish(t *testing.T, s store.Store, c claimed, o store.DeliveryOutcome) {
+	t.Helper()
+	finishMax(t, s, c, 0, o)
+}
+
+// finishMax is finish with MaxFailures max.
+func finishMax(t *testing.T, s store.Store, c claimed, max int, o store.DeliveryOutcome) {
+	t.Helper()
+	if err := finishAs(s, c.Claim, c, max, o); err != nil {
+		t.Fatalf("FinishDeliveries(%+v): %v", o, err)
 	}
 }
 
@@ -385,20 +430,20 @@ func testClaimInOrder(t *testing.T, open opener) {
 	if more := claim(t, s, "d2", time.Minute, 10); len(more) != 0 {
 		t.Fatalf("claimed %d more while both endpoints are busy", len(more))
 	}
-	finish(t, s, store.DeliveryOutcome{ID: first.Delivery.ID, WorkerID: "d1", Status: store.DeliveryDelivered, StatusCode: 204})
+	finish(t, s, first, store.DeliveryOutcome{Status: store.DeliveryDelivered, StatusCode: 204})
 	next := claim(t, s, "d2", time.Minute, 10)
 	if len(next) != 1 || next[0].Endpoint.ID != first.Endpoint.ID || next[0].Event.Chat.Status != chat.Running {
 		t.Fatalf("after delivering, claimed %+v; want event 2 to %s", next, first.Endpoint.ID)
 	}
 	// A delivery waiting for a retry lets the later ones pass.
-	finish(t, s, store.DeliveryOutcome{ID: got[1].Delivery.ID, WorkerID: "d1", Status: store.DeliveryPending,
+	finish(t, s, got[1], store.DeliveryOutcome{Status: store.DeliveryPending,
 		RetryIn: time.Hour, StatusCode: 503})
 	pass := claim(t, s, "d3", time.Minute, 10)
 	if len(pass) != 1 || pass[0].Endpoint.ID != got[1].Endpoint.ID || pass[0].Event.ID != next[0].Event.ID {
 		t.Fatalf("claimed %+v; want event 2 to %s past the retrying one", pass, got[1].Endpoint.ID)
 	}
 	// A finish by a worker that does not hold the claim is refused.
-	err := s.FinishDelivery(t.Context(), store.DeliveryOutcome{ID: pass[0].Delivery.ID, WorkerID: "d1", Status: store.DeliveryDelivered})
+	err := finishAs(s, "d1", pass[0], 0, store.DeliveryOutcome{Status: store.DeliveryDelivered})
 	wantErr(t, "finish by another worker", err, store.ErrLeaseLost)
 }
 
@@ -412,7 +457,7 @@ func testClaimLeaseRetaken(t *testing.T, open opener) {
 	if len(got) != 1 {
 		t.Fatalf("claimed %d", len(got))
 	}
-	var again []store.ClaimedDelivery
+	var again []claimed
 	deadline := time.Now().Add(10 * time.Second)
 	for len(again) == 0 {
 		if time.Now().After(deadline) {
@@ -423,9 +468,9 @@ func testClaimLeaseRetaken(t *testing.T, open opener) {
 	if again[0].Delivery.ID != got[0].Delivery.ID {
 		t.Fatalf("retook %d, want %d", again[0].Delivery.ID, got[0].Delivery.ID)
 	}
-	err := s.FinishDelivery(t.Context(), store.DeliveryOutcome{ID: got[0].Delivery.ID, WorkerID: "dead", Status: store.DeliveryDelivered})
+	err := finishAs(s, "dead", got[0], 0, store.DeliveryOutcome{Status: store.DeliveryDelivered})
 	wantErr(t, "finish by the dead claim", err, store.ErrLeaseLost)
-	finish(t, s, store.DeliveryOutcome{ID: got[0].Delivery.ID, WorkerID: "alive", Status: store.DeliveryDelivered, StatusCode: 200})
+	finish(t, s, again[0], store.DeliveryOutcome{Status: store.DeliveryDelivered, StatusCode: 200})
 	page, err := s.ListDeliveries(t.Context(), "alice", "wh_1", "", 10)
 	if err != nil || page.Deliveries[0].Status != store.DeliveryDelivered || page.Deliveries[0].Attempts != 1 ||
 		page.Deliveries[0].DeliveredAt == nil || page.Deliveries[0].NextAttemptAt != nil || page.Deliveries[0].LastStatusCode != 200 {
@@ -446,8 +491,8 @@ func testFinishRetryAndStreak(t *testing.T, open opener) {
 	// pending ones fail with it.
 	d := claim(t, s, "d", time.Minute, 1)[0]
 	before := now()
-	finish(t, s, store.DeliveryOutcome{ID: d.Delivery.ID, WorkerID: "d", Status: store.DeliveryPending,
-		RetryIn: time.Hour, StatusCode: 500, Error: "HTTP 500", MaxFailures: 2})
+	finish(t, s, d, store.DeliveryOutcome{Status: store.DeliveryPending,
+		RetryIn: time.Hour, StatusCode: 500, Error: "HTTP 500"})
 	page, _ := s.ListDeliveries(t.Context(), "alice", "wh_1", "", 10)
 	r := page.Deliveries[len(page.Deliveries)-1]
 	if r.Status != store.DeliveryPending || r.Attempts != 1 || r.LastStatusCode != 500 || r.LastError != "HTTP 500" ||
@@ -458,20 +503,20 @@ func testFinishRetryAndStreak(t *testing.T, open opener) {
 		t.Fatalf("a retry counted in the streak: %d", e.FailureStreak)
 	}
 	d2 := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d2.Delivery.ID, WorkerID: "d", Status: store.DeliveryFailed, Error: "x", MaxFailures: 2})
+	finishMax(t, s, d2, 2, store.DeliveryOutcome{Status: store.DeliveryFailed, Error: "x"})
 	if e := mustGetWebhook(t, s, "alice", "wh_1"); e.FailureStreak != 1 || e.Disabled {
 		t.Fatalf("after one failed delivery: %+v", e)
 	}
 	d3 := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d3.Delivery.ID, WorkerID: "d", Status: store.DeliveryDelivered, MaxFailures: 2})
+	finishMax(t, s, d3, 2, store.DeliveryOutcome{Status: store.DeliveryDelivered})
 	if e := mustGetWebhook(t, s, "alice", "wh_1"); e.FailureStreak != 0 {
 		t.Fatalf("a delivery did not reset the streak: %+v", e)
 	}
 	d4 := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d4.Delivery.ID, WorkerID: "d", Status: store.DeliveryFailed, MaxFailures: 2})
+	finishMax(t, s, d4, 2, store.DeliveryOutcome{Status: store.DeliveryFailed})
 	moveChat(t, s, c.ID, chat.Pending, chat.Running)
 	d5 := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d5.Delivery.ID, WorkerID: "d", Status: store.DeliveryFailed, MaxFailures: 2})
+	finishMax(t, s, d5, 2, store.DeliveryOutcome{Status: store.DeliveryFailed})
 	e := mustGetWebhook(t, s, "alice", "wh_1")
 	if !e.Disabled || e.FailureStreak != 2 || e.DisabledReason != "disabled after 2 failed deliveries in a row" {
 		t.Fatalf("after 2 failed in a row: %+v", e)
@@ -498,7 +543,7 @@ func testFinishGoneDisables(t *testing.T, open opener) {
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	acquire(t, s, "w", time.Minute)
 	d := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d.Delivery.ID, WorkerID: "d", Status: store.DeliveryFailed,
+	finish(t, s, d, store.DeliveryOutcome{Status: store.DeliveryFailed,
 		StatusCode: 410, Disable: "the endpoint answered 410 Gone"})
 	e := mustGetWebhook(t, s, "alice", "wh_1")
 	if !e.Disabled || e.DisabledReason != "the endpoint answered 410 Gone" {
@@ -546,7 +591,7 @@ func testRedeliverAndList(t *testing.T, open opener) {
 	wantErr(t, "bad cursor", err, store.ErrBadCursor)
 
 	d := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d.Delivery.ID, WorkerID: "d", Status: store.DeliveryFailed, StatusCode: 500})
+	finish(t, s, d, store.DeliveryOutcome{Status: store.DeliveryFailed, StatusCode: 500})
 	re, err := s.Redeliver(t.Context(), "alice", "wh_1", d.Delivery.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -565,7 +610,7 @@ func testRedeliverAndList(t *testing.T, open opener) {
 			break
 		}
 		order = append(order, got[0].Event.ID)
-		finish(t, s, store.DeliveryOutcome{ID: got[0].Delivery.ID, WorkerID: "d", Status: store.DeliveryDelivered})
+		finish(t, s, got[0], store.DeliveryOutcome{Status: store.DeliveryDelivered})
 	}
 	if want := []string{all[1].EventID, all[0].EventID, d.Event.ID}; !slices.Equal(order, want) {
 		t.Fatalf("delivered events %v, want %v", order, want)
@@ -605,17 +650,24 @@ func testEventBodyOnce(t *testing.T, open opener) {
 	if d.Event.Body != nil {
 		t.Fatalf("a new event has a body: %q", d.Event.Body)
 	}
-	first, err := s.SetEventBody(t.Context(), d.Event.ID, []byte(`{"a":1}`))
-	if err != nil || string(first) != `{"a":1}` {
-		t.Fatalf("SetEventBody = %q, %v", first, err)
+	first, err := s.SetEventBodies(t.Context(), map[string][]byte{d.Event.ID: []byte(`{"a":1}`)})
+	if err != nil || len(first) != 1 || string(first[d.Event.ID]) != `{"a":1}` {
+		t.Fatalf("SetEventBodies = %q, %v", first, err)
 	}
-	second, err := s.SetEventBody(t.Context(), d.Event.ID, []byte(`{"b":2}`))
-	if err != nil || string(second) != `{"a":1}` {
-		t.Fatalf("second SetEventBody = %q, %v; want the first body", second, err)
+	second, err := s.SetEventBodies(t.Context(), map[string][]byte{d.Event.ID: []byte(`{"b":2}`)})
+	if err != nil || string(second[d.Event.ID]) != `{"a":1}` {
+		t.Fatalf("second SetEventBodies = %q, %v; want the first body", second, err)
 	}
-	_, err = s.SetEventBody(t.Context(), "msg_unknown", []byte(`{}`))
+	// An unknown event fails the whole call: nothing is stored.
+	acquire(t, s, "w", time.Minute)
+	evs, _ := s.WebhookEvents(t.Context(), "alice")
+	other := evs[len(evs)-1].ID
+	_, err = s.SetEventBodies(t.Context(), map[string][]byte{other: []byte(`{}`), "msg_unknown": []byte(`{}`)})
 	if !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("SetEventBody of an unknown event: %v", err)
+		t.Fatalf("SetEventBodies with an unknown event: %v", err)
+	}
+	if evs, _ := s.WebhookEvents(t.Context(), "alice"); evs[len(evs)-1].Body != nil {
+		t.Fatalf("a failed SetEventBodies stored %q", evs[len(evs)-1].Body)
 	}
 }
 
@@ -627,7 +679,7 @@ func testPruneWebhooks(t *testing.T, open opener) {
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	acquire(t, s, "w", time.Minute)
 	d := claim(t, s, "d", time.Minute, 1)[0]
-	finish(t, s, store.DeliveryOutcome{ID: d.Delivery.ID, WorkerID: "d", Status: store.DeliveryDelivered})
+	finish(t, s, d, store.DeliveryOutcome{Status: store.DeliveryDelivered})
 	// Nothing is older than a minute ago.
 	if n, err := s.PruneWebhooks(t.Context(), now().Add(-time.Minute), 100); err != nil || n != 0 {
 		t.Fatalf("PruneWebhooks(a minute ago) = %d, %v", n, err)
@@ -650,5 +702,143 @@ func testPruneWebhooks(t *testing.T, open opener) {
 	}
 	if n, err := s.PruneWebhooks(t.Context(), now().Add(time.Second), 100); err != nil || n != 1 {
 		t.Fatalf("PruneWebhooks after deleting the endpoint = %d, %v", n, err)
+	}
+}
+
+// retitle changes the chat's title n times, writing n title_changed events.
+func retitle(t *testing.T, s store.Store, c chat.Chat, n int) {
+	t.Helper()
+	for i := range n {
+		c.Title = fmt.Sprintf("title %d", i)
+		inTx(t, s, func(tx store.Tx) error { return tx.UpdateChatMeta(t.Context(), &c) })
+	}
+}
+
+func testClaimBatchInOrder(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addWebhook(t, s, "wh_1", "alice", store.EventTitleChanged)
+	c := addChat(t, s, chat.Chat{})
+	retitle(t, s, c, 5)
+	evs, err := s.WebhookEvents(t.Context(), "alice")
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("events = %d, %v", len(evs), err)
+	}
+	eventIDs := func(ds []store.ClaimedDelivery) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Event.ID)
+		}
+		return out
+	}
+	b := claimBatches(t, s, "c1", time.Minute, 10, 3)
+	if len(b) != 1 || b[0].Endpoint.ID != "wh_1" || !slices.Equal(eventIDs(b[0].Deliveries), []string{evs[0].ID, evs[1].ID, evs[2].ID}) {
+		t.Fatalf("first claim = %+v, want the 3 oldest events in order", b)
+	}
+	if more := claimBatches(t, s, "c2", time.Minute, 10, 3); len(more) != 0 {
+		t.Fatalf("claimed %+v of an endpoint already claimed", more)
+	}
+	// The first delivered, the second to be retried, the third never tried.
+	ds := b[0].Deliveries
+	err = s.FinishDeliveries(t.Context(), store.BatchOutcome{ClaimID: "c1", EndpointID: "wh_1", Outcomes: []store.DeliveryOutcome{
+		{ID: ds[0].Delivery.ID, Status: store.DeliveryDelivered, StatusCode: 200},
+		{ID: ds[1].Delivery.ID, Status: store.DeliveryPending, RetryIn: time.Hour, StatusCode: 503, Error: "HTTP 503"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.FinishDeliveries(t.Context(), store.BatchOutcome{ClaimID: "c1", EndpointID: "wh_1"})
+	wantErr(t, "a second finish of the claim", err, store.ErrLeaseLost)
+	// The untried one is due as it was: it goes next, then the rest, past
+	// the one waiting for its retry.
+	b = claimBatches(t, s, "c3", time.Minute, 10, 10)
+	if len(b) != 1 || !slices.Equal(eventIDs(b[0].Deliveries), []string{evs[2].ID, evs[3].ID, evs[4].ID}) {
+		t.Fatalf("second claim = %+v, want events 3, 4 and 5", b)
+	}
+	if d := b[0].Deliveries[0].Delivery; d.Attempts != 0 || d.LastStatusCode != 0 {
+		t.Fatalf("the untried delivery = %+v", d)
+	}
+	page, _ := s.ListDeliveries(t.Context(), "alice", "wh_1", "", 10)
+	byEvent := map[string]store.WebhookDelivery{}
+	for _, d := range page.Deliveries {
+		byEvent[d.EventID] = d
+	}
+	if d := byEvent[evs[0].ID]; d.Status != store.DeliveryDelivered || d.Attempts != 1 || d.LastStatusCode != 200 {
+		t.Fatalf("delivered = %+v", d)
+	}
+	if d := byEvent[evs[1].ID]; d.Status != store.DeliveryPending || d.Attempts != 1 || d.LastError != "HTTP 503" {
+		t.Fatalf("retrying = %+v", d)
+	}
+}
+
+// testClaimConcurrentInOrder has several claimers drain three endpoints at
+// once: each delivery is claimed exactly once, and each endpoint's are
+// claimed in event order, one batch at a time.
+func testClaimConcurrentInOrder(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	endpoints := []string{"wh_1", "wh_2", "wh_3"}
+	for _, id := range endpoints {
+		addWebhook(t, s, id, "alice", store.EventTitleChanged)
+	}
+	const events = 40
+	retitle(t, s, addChat(t, s, chat.Chat{}), events)
+	var (
+		mu   sync.Mutex
+		sent = map[string][]int64{} // endpoint: deliveries, as claimed
+		held = map[string]bool{}
+	)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				id := fmt.Sprintf("w%d-%d", w, n)
+				batches, err := s.ClaimDeliveries(context.Background(), store.Claim{ID: id, TTL: time.Minute, Max: 2, Batch: 3})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(batches) == 0 {
+					return
+				}
+				for _, b := range batches {
+					mu.Lock()
+					if held[b.Endpoint.ID] {
+						mu.Unlock()
+						errs <- fmt.Errorf("claim %s took %s while another claim held it", id, b.Endpoint.ID)
+						return
+					}
+					held[b.Endpoint.ID] = true
+					var outs []store.DeliveryOutcome
+					for _, d := range b.Deliveries {
+						sent[b.Endpoint.ID] = append(sent[b.Endpoint.ID], d.Delivery.ID)
+						outs = append(outs, store.DeliveryOutcome{ID: d.Delivery.ID, Status: store.DeliveryDelivered})
+					}
+					mu.Unlock()
+					runtime.Gosched() // let another claimer try while this one holds the endpoint
+					mu.Lock()
+					held[b.Endpoint.ID] = false // before the finish: no claim can take it until then
+					mu.Unlock()
+					if err := s.FinishDeliveries(context.Background(), store.BatchOutcome{ClaimID: id, EndpointID: b.Endpoint.ID, Outcomes: outs}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, id := range endpoints {
+		got := sent[id]
+		if len(got) != events || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != events {
+			t.Fatalf("%s: claimed %d deliveries %v; want each of %d once, in order", id, len(got), got, events)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -36,25 +37,59 @@ func ApplyWebhookPatch(e *store.WebhookEndpoint, p store.WebhookPatch, now time.
 	return disabled
 }
 
-// CheckDeliveryOutcome refuses an outcome that is not one.
-func CheckDeliveryOutcome(o store.DeliveryOutcome) error {
-	switch o.Status {
-	case store.DeliveryDelivered, store.DeliveryPending, store.DeliveryFailed:
-	default:
-		return fmt.Errorf("finish delivery %d: invalid status %q", o.ID, o.Status)
+// CheckBatchOutcome refuses outcomes that are not ones.
+func CheckBatchOutcome(o store.BatchOutcome) error {
+	if o.ClaimID == "" || o.EndpointID == "" || o.MaxFailures < 0 {
+		return fmt.Errorf("finish deliveries: want a claim id, an endpoint id and MaxFailures >= 0, got %q, %q, %d",
+			o.ClaimID, o.EndpointID, o.MaxFailures)
 	}
-	if o.WorkerID == "" {
-		return fmt.Errorf("finish delivery %d: empty worker id", o.ID)
+	for _, d := range o.Outcomes {
+		switch d.Status {
+		case store.DeliveryDelivered, store.DeliveryPending, store.DeliveryFailed:
+		default:
+			return fmt.Errorf("finish delivery %d: invalid status %q", d.ID, d.Status)
+		}
 	}
 	return nil
 }
 
 // CheckClaim refuses a claim that asks for nothing or holds nothing.
 func CheckClaim(c store.Claim) error {
-	if c.WorkerID == "" || c.Max < 1 || c.TTL <= 0 {
-		return fmt.Errorf("claim deliveries: want a worker id, Max >= 1 and TTL > 0, got %q, %d, %v", c.WorkerID, c.Max, c.TTL)
+	if c.ID == "" || c.Max < 1 || c.Batch < 1 || c.TTL <= 0 {
+		return fmt.Errorf("claim deliveries: want a claim id, Max >= 1, Batch >= 1 and TTL > 0, got %q, %d, %d, %v",
+			c.ID, c.Max, c.Batch, c.TTL)
 	}
 	return nil
+}
+
+// ApplyOutcomes applies the outcomes recorded of a batch, in order, to
+// its endpoint as of now: a delivery resets the failure streak, a failed
+// delivery grows it, and the endpoint is disabled by an outcome's Disable
+// or when the streak reaches maxFailures (if above 0). It reports whether
+// the endpoint changed, and whether it was disabled (its pending
+// deliveries must then fail).
+func ApplyOutcomes(e *store.WebhookEndpoint, outcomes []store.DeliveryOutcome, maxFailures int, now time.Time) (changed, disabled bool) {
+	for _, o := range outcomes {
+		switch o.Status {
+		case store.DeliveryDelivered:
+			changed = changed || e.FailureStreak != 0
+			e.FailureStreak = 0
+		case store.DeliveryFailed:
+			changed = true
+			e.FailureStreak++
+		}
+		reason := o.Disable
+		if reason == "" && o.Status == store.DeliveryFailed && maxFailures > 0 && e.FailureStreak >= maxFailures {
+			reason = fmt.Sprintf("disabled after %d failed deliveries in a row", e.FailureStreak)
+		}
+		if reason != "" && !e.Disabled {
+			e.Disabled, e.DisabledReason, changed, disabled = true, reason, true, true
+		}
+	}
+	if changed {
+		e.UpdatedAt = now
+	}
+	return changed, disabled
 }
 
 // EndpointDisabledError is the last_error of a pending delivery failed
@@ -75,4 +110,38 @@ func DecodeDeliveryCursor(cursor string) (int64, error) {
 		return 0, store.ErrBadCursor
 	}
 	return id, nil
+}
+
+// AddToBatch appends a claimed delivery of endpoint e to batches, which
+// hold a claim's rows as read, ordered by endpoint: to e's batch if it is
+// the last one, else to a new batch of e.
+func AddToBatch(batches []store.DeliveryBatch, e store.WebhookEndpoint, d store.ClaimedDelivery) []store.DeliveryBatch {
+	if n := len(batches); n > 0 && batches[n-1].Endpoint.ID == e.ID {
+		batches[n-1].Deliveries = append(batches[n-1].Deliveries, d)
+		return batches
+	}
+	return append(batches, store.DeliveryBatch{Endpoint: e, Deliveries: []store.ClaimedDelivery{d}})
+}
+
+// AllStored returns store.ErrNotFound, naming one, if an event of bodies
+// is missing from stored.
+func AllStored(bodies, stored map[string][]byte) error {
+	for id := range bodies {
+		if _, ok := stored[id]; !ok {
+			return fmt.Errorf("event %s: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// Recorded returns the outcomes whose delivery ids are in applied, in
+// their order.
+func Recorded(outcomes []store.DeliveryOutcome, applied []int64) []store.DeliveryOutcome {
+	out := make([]store.DeliveryOutcome, 0, len(applied))
+	for _, o := range outcomes {
+		if slices.Contains(applied, o.ID) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
