@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,6 +31,7 @@ func startWebhooks(ctx context.Context, cfg *config.Config, st store.Store, ps p
 			MaxFailures:  cfg.Webhooks.MaxConsecutiveFailures,
 			AllowPrivate: cfg.Webhooks.AllowPrivate,
 		},
+		Timeout: time.Duration(cfg.Webhooks.Timeout),
 		Tools:   reg,
 		Metrics: m,
 	})

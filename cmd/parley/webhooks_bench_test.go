@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,7 +30,8 @@ import (
 //   - drain: 10,000 title changes are committed in one transaction straight
 //     into the database (the outbox triggers write an event and a delivery
 //     for each), and what the receiver has after them all, or after a
-//     minute, gives the events per second one endpoint drains.
+//     minute, gives the events per second one endpoint drains; beside it,
+//     the floor: the same number of signed POSTs from a bare loop.
 //
 // It is a measurement, run by hand (docs/benchmarks.md has the figures):
 //
@@ -65,8 +70,8 @@ func TestWebhookBench(t *testing.T) {
 		var got int
 	wait:
 		for {
-			evs, _ := rc.snapshot()
-			if got = len(evs) - samples; got >= queued {
+			n, _ := rc.count()
+			if got = n - samples; got >= queued {
 				break
 			}
 			select {
@@ -76,12 +81,17 @@ func TestWebhookBench(t *testing.T) {
 			}
 		}
 		took := time.Since(committed)
-		_, dups := rc.snapshot()
+		_, dups := rc.count()
 		t.Logf("drain: %d events queued in %v; %d delivered in %v after the commit: %.0f events/s (%d duplicates)",
 			queued, committed.Sub(start).Round(time.Millisecond), got, took.Round(time.Millisecond), float64(got)/took.Seconds(), dups)
 		if code := s.stop(); code != 0 {
 			t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
 		}
+		// The floor: as many signed POSTs of the same size as the drain
+		// sent, one at a time from a bare loop, to the same receiver.
+		floor := floorRate(t, rc, got)
+		t.Logf("floor: a bare loop posting to the receiver: %.0f requests/s; the drain ran at %.2f of it",
+			floor, float64(got)/took.Seconds()/floor)
 	}
 
 	t.Run("sqlite", func(t *testing.T) {
@@ -128,6 +138,41 @@ func TestWebhookBench(t *testing.T) {
 			}
 		})
 	})
+}
+
+// floorRate posts n signed requests to the receiver, one at a time, with
+// bodies like the drain's, and returns the requests per second.
+func floorRate(t *testing.T, rc *receiver, n int) float64 {
+	t.Helper()
+	client := &http.Client{}
+	body := []byte(`{"type":"chat.title_changed","timestamp":"2026-01-01T00:00:00Z","data":{"id":"00000000-0000-0000-0000-000000000000","owner":"admin","title":"bulk 1","status":"waiting","labels":{},"usage":{"input_tokens":0,"output_tokens":0,"cost_micros":0}}}`)
+	rc.mu.Lock()
+	wh := rc.wh
+	rc.mu.Unlock()
+	start := time.Now()
+	for i := range n {
+		id := fmt.Sprintf("msg_floor_%d", i)
+		now := time.Now()
+		sig, err := wh.Sign(id, now, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, rc.url(), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("webhook-id", id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set("webhook-signature", sig)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNoContent {
+			t.Fatalf("floor request %d: HTTP %d", i, res.StatusCode)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
 }
 
 // pct is the p-quantile of ds (sorted in place), rounded for reading.

@@ -126,6 +126,14 @@ func (rc *receiver) snapshot() ([]delivered, int) {
 	return append([]delivered(nil), rc.events...), rc.dups
 }
 
+// count returns the number of events recorded and of duplicates, without
+// copying the events (a drain of thousands checks it after each one).
+func (rc *receiver) count() (events, dups int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.events), rc.dups
+}
+
 // waitEvents waits until n events were recorded, within limit, and returns
 // them.
 func (rc *receiver) waitEvents(n int, limit time.Duration) []delivered {
@@ -264,6 +272,73 @@ func allDelivered(n int) func([]apiDelivery) bool {
 // database, with the receiver up, every event arrives, each once as far as
 // a receiver that dedupes on webhook-id can tell, and the API lists them
 // delivered after more than one attempt.
+// TestWebhookKilledMidAttempt: the server is SIGKILLed while the receiver
+// holds an attempt unanswered. After a restart the endpoint's claim runs
+// out (twice webhooks.timeout, 1 s here) and the event is sent again, with
+// the same webhook-id, and recorded delivered.
+func TestWebhookKilledMidAttempt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
+  allow_private: true
+  timeout: 1s
+`)
+	env := []string{fakeKeyEnv + "=test-key"}
+	args := []string{"--config", cfg, "--data-dir", dataDir}
+	s := startServe(t, dir, env, args...)
+	token := s.token
+
+	rc := newReceiver(t)
+	held := make(chan string, 1) // the webhook-id of the attempt held
+	release := make(chan struct{})
+	var first atomic.Bool
+	first.Store(true)
+	rc.before = func(w http.ResponseWriter, r *http.Request) bool {
+		if !first.CompareAndSwap(true, false) {
+			return false
+		}
+		held <- r.Header.Get("webhook-id")
+		<-release // the answer never reaches the killed sender
+		return true
+	}
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	ep := createWebhook(t, s.url, token, rc, `["chat.title_changed"]`)
+	id := createTitled(t, s.url, token, "title 0")
+	retitle(t, s.url, token, id, "title 1")
+	var heldID string
+	select {
+	case heldID = <-held:
+	case <-time.After(deadline):
+		t.Fatal("no attempt reached the receiver")
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatalf("SIGKILL: %v", err)
+	}
+	s.wait()
+	close(release)
+
+	s = startServe(t, dir, env, args...)
+	evs := rc.waitEvents(1, deadline)
+	if len(evs) != 1 || evs[0].id != heldID || evs[0].body.Data.Title != "title 1" {
+		t.Fatalf("received %+v; want the held event %s again", evs, heldID)
+	}
+	ds := waitDeliveries(t, s.url, token, ep.ID, "1 delivered", allDelivered(1))
+	if ds[0].EventID != heldID || ds[0].Attempts != 1 {
+		t.Errorf("delivery %+v: want event %s delivered at its first recorded attempt (the killed one left no record)", ds[0], heldID)
+	}
+	if code := s.stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	}
+}
+
 func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

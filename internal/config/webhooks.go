@@ -16,12 +16,18 @@ type Webhooks struct {
 	// MaxConsecutiveFailures disables an endpoint whose deliveries failed
 	// this many times in a row (every attempt of each failed); 0: never.
 	MaxConsecutiveFailures int `yaml:"max_consecutive_failures"`
+	// Timeout bounds one attempt: an answer not received within it is a
+	// failed attempt. An endpoint claimed by a replica that died is taken
+	// again after twice this.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Bounds of the webhooks settings.
 const (
 	maxRetries    = 20
 	maxRetryDelay = 7 * 24 * time.Hour
+	minTimeout    = time.Second
+	maxTimeout    = time.Minute
 )
 
 // defaultWebhooks is the Webhooks of Default.
@@ -31,7 +37,7 @@ func defaultWebhooks() Webhooks {
 		5 * time.Hour, 10 * time.Hour, 24 * time.Hour} {
 		schedule = append(schedule, Duration(d))
 	}
-	return Webhooks{RetrySchedule: schedule, MaxConsecutiveFailures: 10}
+	return Webhooks{RetrySchedule: schedule, MaxConsecutiveFailures: 10, Timeout: Duration(15 * time.Second)}
 }
 
 // Schedule returns RetrySchedule as durations.
@@ -54,6 +60,9 @@ func (w Webhooks) check() error {
 	}
 	if w.MaxConsecutiveFailures < 0 {
 		return fmt.Errorf("webhooks.max_consecutive_failures %d: want 0 (never disable) or more", w.MaxConsecutiveFailures)
+	}
+	if t := time.Duration(w.Timeout); t < minTimeout || t > maxTimeout {
+		return fmt.Errorf("webhooks.timeout %s: want 1s to 1m", t)
 	}
 	return nil
 }

@@ -273,7 +273,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 	// claims never both hold it. Of each, the Batch oldest due deliveries:
 	// their conditions are repeated in the UPDATE, which re-checks them on
 	// rows a finish changed after the snapshot (a delivery just delivered
-	// is not taken again). An endpoint is claimed only if some remain.
+	// is not taken again). An endpoint is claimed only if some remain. b
+	// is materialized: inlined, the planner may re-run it for every due
+	// delivery of the UPDATE's scan.
 	rows, err := s.q.Query(ctx, `WITH p AS (
 			SELECT p.id FROM webhook_endpoints p
 			CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d
@@ -281,7 +283,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 			WHERE NOT p.disabled AND (p.claimed_until IS NULL OR p.claimed_until <= now()) AND o.due <= now()
 			ORDER BY o.due, p.id LIMIT $3
 			FOR UPDATE OF p SKIP LOCKED),
-		b AS (
+		b AS MATERIALIZED (
 			SELECT d.id FROM p CROSS JOIN LATERAL (SELECT d.id FROM webhook_deliveries d
 				WHERE d.endpoint_id = p.id AND d.status = 'pending' AND d.next_attempt_at <= now()
 				ORDER BY d.id LIMIT $4) d),
