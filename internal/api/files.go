@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
@@ -149,7 +149,7 @@ func (a *api) chatFileContent(w http.ResponseWriter, r *http.Request, owner stri
 func (a *api) serveFile(w http.ResponseWriter, r *http.Request, f store.File, content io.Reader) {
 	h := w.Header()
 	ct := f.MediaType
-	if files.Kind(ct) == config.InputText {
+	if chat.FileKindOf(ct) == chat.FileText {
 		ct += "; charset=utf-8"
 	}
 	disposition := "attachment"

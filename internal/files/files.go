@@ -17,7 +17,7 @@ import (
 
 	"github.com/gabriel-vasile/mimetype"
 
-	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // The media types parley accepts, as stored and served.
@@ -33,21 +33,8 @@ const (
 	CSV      = "text/csv"
 )
 
-// kinds maps each accepted media type to the kind of model input it is
-// (config.Inputs).
-var kinds = map[string]string{
-	PNG: config.InputImage, JPEG: config.InputImage, GIF: config.InputImage, WebP: config.InputImage,
-	PDF:  config.InputPDF,
-	Text: config.InputText, Markdown: config.InputText, JSON: config.InputText, CSV: config.InputText,
-}
-
-// Kind returns the kind of model input (config.InputText, InputImage,
-// InputPDF) a file of the media type is; "" for a type parley does not
-// accept.
-func Kind(mediaType string) string { return kinds[mediaType] }
-
 // IsImage reports whether files of the media type are images.
-func IsImage(mediaType string) bool { return Kind(mediaType) == config.InputImage }
+func IsImage(mediaType string) bool { return chat.FileKindOf(mediaType) == chat.FileImage }
 
 // sniffBytes is how much of a file Detect looks at.
 const sniffBytes = 4096

@@ -239,7 +239,7 @@ func (s *Service) checkInputs(model, field string, parts []chat.Part) error {
 		if p.Type != chat.PartFile {
 			continue
 		}
-		if kind := files.Kind(p.MediaType); !m.TakesInput(kind) {
+		if kind := chat.FileKindOf(p.MediaType); !m.TakesInput(kind) {
 			inputs := m.Inputs
 			if len(inputs) == 0 {
 				inputs = config.DefaultInputs
