@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,9 +38,34 @@ func openMigrated(t *testing.T) *postgres.Store {
 	return s
 }
 
+// TestMain drops the pooled schemas of the conformance tests when they are
+// over.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := pgtest.DropPool(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+	}
+	os.Exit(code)
+}
+
+// openPooled opens a store on a migrated, empty schema that the tests of
+// this package share one after another (pgtest.MigratedDSN).
+func openPooled(t *testing.T) *postgres.Store {
+	t.Helper()
+	dsn := pgtest.MigratedDSN(t, func(ctx context.Context, dsn string) error {
+		s, err := postgres.Open(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return s.Migrate(ctx)
+	})
+	return open(t, dsn)
+}
+
 func TestConformance(t *testing.T) {
 	pgtest.Require(t)
-	storetest.Run(t, func(t *testing.T) store.Store { return openMigrated(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return openPooled(t) })
 }
 
 func TestMigrateTwiceIsNoOp(t *testing.T) {
