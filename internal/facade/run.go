@@ -158,13 +158,18 @@ func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, s
 			}
 			switch ev.Kind {
 			case events.KindStatus:
+				// A running status heard here announces a run after the start
+				// (the chat was not running before it), whatever its version:
+				// its worker listens by then, while a request sent when the
+				// read found the chat running may have come before it did,
+				// and been lost.
+				if ev.Chat != nil && ev.Chat.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
+					nonce = f.askSnapshot(ctx, id)
+				}
 				if ev.Chat == nil || ev.Chat.Version <= version {
 					continue // older than what the start left: another run's
 				}
 				version = ev.Chat.Version
-				if ev.Chat.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
-					nonce = f.askSnapshot(ctx, id)
-				}
 				if ev.Chat.Status != chat.Running && ev.Chat.Status != chat.Pending {
 					if done, out, err := reread(); done {
 						return out, err
