@@ -17,35 +17,27 @@ import (
 
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testutil/invariant"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // These tests build the parley binary once and run it as a real process,
 // the way a user does.
 
-var (
-	parleyBin  string   // the binary built by TestMain
-	buildFlags []string // -race when the tests run under -race
-)
+// parleyBin is the binary TestMain found or built (with -race when the
+// tests run under it), shared with the other packages that start parley.
+var parleyBin string
 
 // deadline bounds every wait on the binary: start, exit, output.
 const deadline = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "parley-cli-test-")
+	bin, err := parleybin.Path()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	parleyBin = filepath.Join(dir, "parley")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", parleyBin, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	parleyBin = bin
+	os.Exit(m.Run())
 }
 
 // command prepares parley with args, run in dir, with the test's own

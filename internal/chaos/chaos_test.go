@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/testutil/mcptest"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 var (
-	flagChats  = flag.Int("chaos.chats", 0, "chats of the chaos run (default 200; 1000 with PARLEY_CHAOS_LONG=1)")
+	flagChats  = flag.Int("chaos.chats", 0, "chats of the chaos run (default 100; 1000 with PARLEY_CHAOS_LONG=1)")
 	flagFaults = flag.Int("chaos.faults", 0, "faults injected during the chaos run, one of them a PostgreSQL restart (default: 6, or one per 60 chats beyond 360)")
 	flagSeed   = flag.Uint64("chaos.seed", 0, "seed of the chaos run's plans and faults (default: random, logged)")
 )
@@ -29,7 +30,7 @@ type size struct {
 // runSize reads the flags and PARLEY_CHAOS_LONG. The short run fits the
 // default `go test`; the long one has 1,000 chats.
 func runSize() size {
-	s := size{chats: 200, concurrency: 12, limit: 4 * time.Minute}
+	s := size{chats: 100, concurrency: 12, limit: 4 * time.Minute}
 	if os.Getenv("PARLEY_CHAOS_LONG") == "1" {
 		s = size{chats: 1000, concurrency: 24, limit: 15 * time.Minute}
 	}
@@ -71,7 +72,7 @@ func TestChaos(t *testing.T) {
 	}
 	building := make(chan built, 1)
 	go func() {
-		bin, err := buildParley(dir)
+		bin, err := parleybin.Path()
 		building <- built{bin, err}
 	}()
 	pg := startPostgres(t, pgBin)

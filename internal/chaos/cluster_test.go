@@ -33,10 +33,6 @@ import (
 // startLimit bounds every start: the build, initdb, a replica, node.
 const startLimit = 3 * time.Minute
 
-// raceBuild is set by race_test.go when the test runs under -race: the
-// replicas are then built with -race too.
-var raceBuild bool
-
 // postgresBin finds the directory of PostgreSQL's server programs (initdb,
 // pg_ctl). Without one the test is skipped with a notice, or fails when
 // CI=true.
@@ -165,21 +161,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// buildParley builds cmd/parley into dir (with -race when the test runs
-// under it) and returns the binary's path.
-func buildParley(dir string) (string, error) {
-	bin := filepath.Join(dir, "parley")
-	args := []string{"build", "-o", bin}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "github.com/parleyhq/parley/cmd/parley")...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // recorder is the HTTP endpoint the side-effecting tools call: the Lua tools

@@ -1,0 +1,5 @@
+//go:build !race
+
+package parleybin
+
+const race = false
