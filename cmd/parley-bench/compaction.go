@@ -18,7 +18,6 @@ import (
 
 // The compaction row: a long conversation on a model with a small window.
 const (
-	compactionTurns  = 200
 	compactionWindow = 3000
 	turnChars        = 600 // each question and each answer: about 150 tokens
 )
@@ -68,16 +67,17 @@ func (w windowedModels) Model(name string) (llm.Model, bool) {
 	return llm.Model{Name: modelName, Provider: w.m, ModelID: modelName, ContextWindow: w.m.window, CompactAt: config.DefaultCompactAt}, true
 }
 
-// compactionRows runs one chat of compactionTurns turns on a model with a
+// compactionRows runs one chat of -compaction-turns turns on a model with a
 // window of compactionWindow tokens and reports whether every turn was
 // answered with no request over the window, how often it compacted, and
 // what share of the tokens the summaries took.
 func (b *bench) compactionRows(ctx context.Context, db string, r *replica) {
+	compactionTurns := b.o.compactionTurns
 	metric := fmt.Sprintf("%d-turn chat on a %s-token window, %s: turns answered, none over the window",
 		compactionTurns, thousands(compactionWindow), db)
 	b.step("compaction, %s: a chat of %d turns on a %d-token window", db, compactionTurns, compactionWindow)
 	m := &windowedModel{window: compactionWindow}
-	answered, compactions, share, err := runLongChat(ctx, r, m, b.log)
+	answered, compactions, share, err := runLongChat(ctx, r, m, compactionTurns, b.log)
 	if err != nil {
 		b.t.failed(metric, err)
 		return
@@ -89,10 +89,10 @@ func (b *bench) compactionRows(ctx context.Context, db string, r *replica) {
 		value: fmt.Sprintf("%d compactions; %.1f%% of tokens", compactions, 100*share)})
 }
 
-// runLongChat posts compactionTurns messages to one chat, each after the
+// runLongChat posts turns messages to one chat, each after the
 // answer to the one before, and returns how many were answered, how many
 // compactions the chat has, and their share of its tokens.
-func runLongChat(ctx context.Context, r *replica, m *windowedModel, log *slog.Logger) (answered, compactions int, share float64, err error) {
+func runLongChat(ctx context.Context, r *replica, m *windowedModel, turns int, log *slog.Logger) (answered, compactions int, share float64, err error) {
 	if err := createOwner(ctx, r.st); err != nil && !strings.Contains(err.Error(), "exists") {
 		return 0, 0, 0, err
 	}
@@ -107,7 +107,7 @@ func runLongChat(ctx context.Context, r *replica, m *windowedModel, log *slog.Lo
 	stop := runEngine(engine.New(engine.Config{Concurrency: 1}, r.st, r.ps, windowedModels{m}, nil, log))
 	defer stop()
 	question := fmt.Sprintf("%q", strings.Repeat("question ", turnChars/9))
-	for range compactionTurns {
+	for range turns {
 		if _, err := svc.PostMessage(ctx, owner, c.ID, []byte(question), ""); err != nil {
 			return 0, 0, 0, fmt.Errorf("post: %w", err)
 		}

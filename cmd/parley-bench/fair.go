@@ -13,11 +13,10 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// The fair-acquisition rows' queue: fairChats pending chats of fairOwners
+// The fair-acquisition rows' queue: -fair-chats pending chats of fairOwners
 // owners, one heavy owner holding all but fairLight of each other owner's,
 // all of the heavy owner's older than the rest. Acquisitions take fairMax.
 const (
-	fairChats  = 10000
 	fairOwners = 100
 	fairLight  = 10 // pending chats of each light owner
 	fairMax    = 8
@@ -85,10 +84,10 @@ func (f fairBench) reset(ctx context.Context) error {
 // each; then it drains the queue each way, fairMax chats a round, the
 // chats staying running, and counts the rounds until every owner had its
 // first chat taken.
-func measureFair(ctx context.Context, r *replica, rounds int) (fairResult, error) {
+func measureFair(ctx context.Context, r *replica, fairChats, rounds int) (fairResult, error) {
 	var res fairResult
 	f := fairBench{st: r.st, pool: r.pg.Pool()}
-	if err := insertFairQueue(ctx, r.st); err != nil {
+	if err := insertFairQueue(ctx, r.st, fairChats); err != nil {
 		return res, err
 	}
 	if _, err := f.pool.Exec(ctx, "ANALYZE chats, owners"); err != nil {
@@ -159,7 +158,7 @@ func drainRounds(ctx context.Context, f fairBench, fair bool) (int, error) {
 
 // insertFairQueue creates the owners and their pending chats through the
 // store, the heavy owner's first, in transactions of 1,000.
-func insertFairQueue(ctx context.Context, st store.Store) error {
+func insertFairQueue(ctx context.Context, st store.Store, fairChats int) error {
 	var queue []string
 	owners := []string{"heavy"}
 	for range fairChats - (fairOwners-1)*fairLight {
@@ -207,10 +206,11 @@ func insertFairQueue(ctx context.Context, st store.Store) error {
 // fairRows measures fair acquisition on PostgreSQL against the
 // oldest-first statement it replaced.
 func (b *bench) fairRows(ctx context.Context, r *replica) {
+	fairChats := b.o.fairChats
 	b.step("fair acquisition: %d pending chats of %d owners, %d acquisitions of %d each way", fairChats, fairOwners, b.o.fairRounds, fairMax)
-	res, err := measureFair(ctx, r, b.o.fairRounds)
+	res, err := measureFair(ctx, r, fairChats, b.o.fairRounds)
 	what := fmt.Sprintf("PostgreSQL, %s pending chats of %d owners (one with %s older ones), Max %d",
-		thousands(fairChats), fairOwners, thousands(fairChats-(fairOwners-1)*fairLight), fairMax)
+		thousands(int64(fairChats)), fairOwners, thousands(int64(fairChats-(fairOwners-1)*fairLight)), fairMax)
 	if err != nil {
 		b.t.failed("fair acquisition, "+what, err)
 		return

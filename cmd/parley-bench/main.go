@@ -56,16 +56,18 @@ type options struct {
 	verbose     bool
 	cpuProfile  string
 
-	resumeSamples  int
-	cycleClients   int
-	cycleDuration  time.Duration
-	dispatchSteps  int
-	luaRounds      int
-	mcpRounds      int
-	mcpCalls       int
-	facadeRequests int
-	fairRounds     int
-	skip           map[string]bool // groups not to run
+	resumeSamples   int
+	cycleClients    int
+	cycleDuration   time.Duration
+	dispatchSteps   int
+	luaRounds       int
+	mcpRounds       int
+	mcpCalls        int
+	facadeRequests  int
+	fairRounds      int
+	fairChats       int
+	compactionTurns int
+	skip            map[string]bool // groups not to run
 
 	historySizes []int // prior messages of the history rows' chats
 	historyChats int
@@ -140,6 +142,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.IntVar(&o.historySteps, "history-steps", 21, "model calls per history run: steps-1 calls of a server-side tool, then a text")
 	fs.IntVar(&o.historyPosts, "history-posts", 20, "POST /tool-results timed per history chat, after one for warm-up")
 	fs.IntVar(&o.facadeRequests, "facade-requests", 1000, "rounds of the facade rows: each makes every kind of request once through the facade and once directly")
+	fs.IntVar(&o.fairChats, "fair-chats", 10000, "pending chats of the fair-acquisition rows (PostgreSQL): 990 of 99 light owners, the rest of one heavy owner")
+	fs.IntVar(&o.compactionTurns, "compaction-turns", 200, "turns of the long chat on a 3,000-token window")
 	fs.IntVar(&o.fairRounds, "fair-rounds", 200, "acquisitions of the fair-acquisition rows timed each way (PostgreSQL)")
 	skip := fs.String("skip", "", "comma-separated `groups` not to run: "+strings.Join(groups, ", "))
 	if err := fs.Parse(args); err != nil {
@@ -157,8 +161,10 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.concurrency < 1 || o.chats < 1 || o.pgChats < 1 || o.steps < 1 || o.streams < 1 || o.deltas < 1:
 		return o, fmt.Errorf("-concurrency, -chats, -pg-chats, -steps, -streams and -deltas must be at least 1")
-	case o.fairRounds < 1:
-		return o, fmt.Errorf("-fair-rounds must be at least 1")
+	case o.fairRounds < 1 || o.compactionTurns < 1:
+		return o, fmt.Errorf("-fair-rounds and -compaction-turns must be at least 1")
+	case o.fairChats < (fairOwners-1)*fairLight+fairOwners:
+		return o, fmt.Errorf("-fair-chats must be at least %d (the light owners' and one per owner)", (fairOwners-1)*fairLight+fairOwners)
 	case o.resumeSamples < 1 || o.cycleClients < 1 || o.dispatchSteps < 1 || o.luaRounds < 1 || o.mcpRounds < 1 || o.mcpCalls < 1 || o.facadeRequests < 1:
 		return o, fmt.Errorf("-resume-samples, -cycle-clients, -dispatch-steps, -lua-rounds, -mcp-rounds, -mcp-calls and -facade-requests must be at least 1")
 	case o.historyChats < 1 || o.historySteps < 2 || o.historyPosts < 1:

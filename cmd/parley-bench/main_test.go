@@ -26,7 +26,7 @@ var small = []string{"-chats", "30", "-pg-chats", "30", "-concurrency", "8", "-r
 	"-resume-samples", "5", "-cycle-clients", "2", "-cycle-duration", "100ms", "-dispatch-steps", "3", "-lua-rounds", "1",
 	"-mcp-rounds", "1", "-mcp-calls", "5",
 	"-history-sizes", "10,100,1000", "-history-chats", "2", "-history-steps", "3", "-history-posts", "2",
-	"-facade-requests", "3", "-fair-rounds", "3"}
+	"-facade-requests", "3", "-fair-rounds", "3", "-fair-chats", "2000", "-compaction-turns", "40"}
 
 // TestRunSQLite runs the whole bench, small, on SQLite only, and checks that
 // the table has every SQLite row with a measured value.
@@ -68,7 +68,7 @@ func TestRunSQLite(t *testing.T) {
 		"| facade, SQLite, one server-side tool (3 requests): total, streamed: median",
 		"| facade's overhead, SQLite, one server-side tool, total, not streamed (facade − direct): medians",
 		"| a run's first step (it reads the history from the newest compaction on), SQLite: 1,000 vs 10 prior messages, medians",
-		"| 200-turn chat on a 3,000-token window, SQLite: turns answered, none over the window",
+		"| 40-turn chat on a 3,000-token window, SQLite: turns answered, none over the window",
 		"PostgreSQL rows skipped",
 		"machine: ",
 	} {
@@ -77,7 +77,7 @@ func TestRunSQLite(t *testing.T) {
 		}
 	}
 	// Every delta must arrive, and no chat may keep a goroutine.
-	if !rowPasses(table, "deltas received") || !rowPasses(table, "goroutines held by") || !rowPasses(table, "200-turn chat") {
+	if !rowPasses(table, "deltas received") || !rowPasses(table, "goroutines held by") || !rowPasses(table, "40-turn chat") {
 		t.Errorf("a check that must pass did not:\n%s", table)
 	}
 	if strings.Contains(table, "error") {
@@ -109,7 +109,7 @@ func TestRunPostgres(t *testing.T) {
 		"| full cycles/s through the HTTP API, PostgreSQL, 2 replicas, POST on B, engine on A, 2 clients",
 		"| parley's time per step after a run's first, PostgreSQL: 1,000 vs 10 prior messages, medians",
 		"| POST /tool-results, PostgreSQL: 1,000 vs 10 prior messages, medians",
-		"| fair AcquireChats, PostgreSQL, 10,000 pending chats of 100 owners (one with 9,010 older ones), Max 8 (3 acquisitions): p99",
+		"| fair AcquireChats, PostgreSQL, 2,000 pending chats of 100 owners (one with 1,010 older ones), Max 8 (3 acquisitions): p99",
 		"| rounds until every owner's first chat is taken, draining by 8, fair,",
 	} {
 		if !strings.Contains(table, want) {
