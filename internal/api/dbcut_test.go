@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/postgres"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -40,7 +42,10 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 		fake.Push(llmtest.Turn{Text: "answered"})
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
-	st, ps := pgtest.Replica(t, dsn, channel, log)
+	pg, ps := pgtest.Replica(t, dsn, channel, log)
+	// The server and the engine write through a store that counts the
+	// transactions a cut ended: cuts that hit no write would prove nothing.
+	st := &cutCounter{Store: pg}
 	s := start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
 	s.live = true
 	// Wake-ups sent while the listener reconnects are lost: the poll
@@ -97,7 +102,10 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 	}
 	close(stop)
 	cuts.Wait()
-	t.Logf("%d creations answered 503", unavailable)
+	t.Logf("%d creations answered 503; %d transactions cut", unavailable, st.cut.Load())
+	if st.cut.Load() == 0 {
+		t.Fatal("the cuts hit no transaction: the test proved nothing")
+	}
 
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
@@ -121,4 +129,19 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// cutCounter is a PostgreSQL store whose InTx counts the transactions that
+// failed because the database was out of reach (a cut connection).
+type cutCounter struct {
+	*postgres.Store
+	cut atomic.Int64
+}
+
+func (c *cutCounter) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	err := c.Store.InTx(ctx, fn)
+	if errors.Is(err, store.ErrUnavailable) {
+		c.cut.Add(1)
+	}
+	return err
 }
