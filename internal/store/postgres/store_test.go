@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,13 +39,7 @@ func openMigrated(t *testing.T) *postgres.Store {
 
 // TestMain drops the pooled schemas of the conformance tests when they are
 // over.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pgtest.DropPool(); err != nil {
-		fmt.Fprintln(os.Stderr, "pgtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // openPooled opens a store on a migrated, empty schema that the tests of
 // this package share one after another (pgtest.MigratedDSN).

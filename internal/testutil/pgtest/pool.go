@@ -150,3 +150,13 @@ func exec(dsn, sql string) error {
 	}
 	return nil
 }
+
+// Main runs a package's tests and then drops the schemas MigratedDSN made:
+// the TestMain of a package that uses Migrated or MigratedDSN calls it.
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := DropPool(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+	}
+	os.Exit(code)
+}
