@@ -73,7 +73,7 @@ func (c *streamCounter) counts() (open, most int) {
 // b's deadline.
 func (b *browser) newTab() *browser {
 	b.t.Helper()
-	nb := &browser{t: b.t, shots: b.shots, kept: b.kept}
+	nb := &browser{t: b.t, kept: b.kept}
 	tabCtx, cancelTab := chromedp.NewContext(b.tab, chromedp.WithListener(nb.listen))
 	dl, _ := b.ctx.Deadline()
 	ctx, cancel := context.WithDeadline(tabCtx, dl)
