@@ -44,7 +44,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	stopChromium()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
