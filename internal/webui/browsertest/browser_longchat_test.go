@@ -276,7 +276,7 @@ func TestBrowserCompaction(t *testing.T) {
 	b.waitText("an unknown command is refused", "#composer-error", `t.includes("Unknown command /nonsense")`)
 	b.replaceValue("#composer-input", "/edit Third question, edited?")
 	b.typeInto("#composer-input", "\r")
-	b.waitJS("/edit opens the editor on the last question", fmt.Sprintf(`[...document.querySelectorAll(%s)].pop()?.querySelector("textarea.msg-edit-input")?.value === "Third question, edited?"`, jsString(userMsg)),
+	b.waitJS("/edit opens the editor on the last question", fmt.Sprintf(`[...document.querySelectorAll(%s)].pop()?.querySelector("textarea.msg-edit-input")?.value.trim() === "Third question, edited?"`, jsString(userMsg)),
 		`document.querySelector("#messages").innerHTML.slice(-400)`)
 	b.do("cancel the edit", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("#messages button.msg-edit-cancel")].pop().click()`))
 	if v := eval[string](b, `document.querySelector("#composer-input").value`); v != "" {

@@ -28,7 +28,7 @@ import (
 // comes from PARLEY_TEST_CHROMIUM.
 
 // browserTimeout bounds each browser test: every wait of the test shares it.
-const browserTimeout = 40 * time.Second
+const browserTimeout = 60 * time.Second
 
 // Viewport sizes: a desktop window, and a phone held upright.
 var (
@@ -130,8 +130,6 @@ func newBrowser(t *testing.T, vp viewport) *browser {
 	tabCtx, cancelTab := chromedp.NewContext(root,
 		chromedp.WithNewBrowserContext(),
 		chromedp.WithListener(b.listen),
-		chromedp.WithErrorf(b.logf),
-		chromedp.WithLogf(b.logf),
 	)
 	ctx, cancelCtx := context.WithTimeout(tabCtx, browserTimeout)
 	t.Cleanup(func() {
@@ -153,15 +151,6 @@ func newBrowser(t *testing.T, vp viewport) *browser {
 	// The window's frame takes part of its size: the page gets all of it.
 	b.do("set the viewport", chromedp.EmulateViewport(int64(vp.width), int64(vp.height)))
 	return b
-}
-
-// logf logs what chromedp says, until the test ends.
-func (b *browser) logf(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.done {
-		b.t.Logf("chromedp: "+format, args...)
-	}
 }
 
 // allow lets the page report problems matching re without failing the

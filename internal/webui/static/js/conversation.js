@@ -381,12 +381,13 @@ export class Conversation {
   // failure the server calls retryable, or a budget's stop (a retry goes
   // on once the budget allows): the same request would fail again
   // otherwise, and the message says the way on. The stream's error event
-  // does not say, so Retry waits for the chat's last_error, which follows.
+  // does not say: Retry is left to the chat's last_error, in the status
+  // event next to it.
   showError(e) {
     const box = $("#chat-error");
     box.querySelector(".error-kind").textContent = errorKinds[e.kind] || e.kind || "error";
     box.querySelector(".error-message").textContent = e.message || "";
-    show($("#retry"), e.retryable === true || e.kind === "spend_limit");
+    if ("retryable" in e) show($("#retry"), e.retryable === true || e.kind === "spend_limit");
     show(box, true);
   }
 
