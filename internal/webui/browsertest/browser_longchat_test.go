@@ -97,6 +97,8 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	b.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, id))
 	b.waitJS("the answer shows again", answerShown("The third answer."), `document.querySelector("#messages").textContent`)
 	b.waitVersions("the earlier versions survive a reload", "The first answer.", "The second answer.")
+	// A history event is sent only live: the edit below waits for the stream.
+	b.waitConnected()
 	reqs = modelRequests(t, u.fake)
 	if len(reqs) != 3 || !sentContains(reqs[2], "three plus three") || sentContains(reqs[2], "The second answer.") {
 		t.Fatalf("the regeneration did not ask the question alone again: %+v", reqs)
