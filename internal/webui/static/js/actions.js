@@ -63,7 +63,11 @@ export class ActionPanel {
     setError($("#action-notice"), "");
     this.callsEl.replaceChildren(...[this.forms.client.el, this.forms.approval.el].filter(Boolean));
     this.deadline(ra.deadline);
+    const appearing = this.section.hidden;
     show(this.section, true);
+    // A panel that appears takes the focus, so the keyboard (and a screen
+    // reader) is where the decision is; the scroll is the follower's.
+    if (appearing) $("#action-heading").focus({ preventScroll: true });
   }
 
   deadline(iso) {

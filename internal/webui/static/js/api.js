@@ -57,6 +57,7 @@ export class API {
   get(path) { return this.request("GET", path); }
   post(path, body) { return this.request("POST", path, body ?? {}); }
   patch(path, body) { return this.request("PATCH", path, body); }
+  put(path, body) { return this.request("PUT", path, body); }
   del(path) { return this.request("DELETE", path); }
 
   chatPath(id, rest = "") { return `/api/v1/chats/${encodeURIComponent(id)}${rest}`; }

@@ -214,6 +214,7 @@ export class ChatList {
       h("a", { href: `#/chats/${encodeURIComponent(c.id)}`, "aria-current": c.id === this.currentId ? "page" : null },
         h("span", { class: "chat-title" }, c.title || "Untitled"),
         statusBadge(c.status),
+        c.labels && c.labels.forked_from ? h("span", { class: "tag tag-fork", title: "A fork of another chat" }, "fork") : null,
         c.archived ? h("span", { class: "tag" }, "archived") : null,
       ),
     );

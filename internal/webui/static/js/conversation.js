@@ -115,6 +115,7 @@ export class Conversation {
       if (left()) return;
       this.setChat(c, true);
       await this.readHistory(id, left);
+      if (!left()) this.compactState();
     } catch (err) {
       if (left()) return;
       if (err.status === 404) {
@@ -163,7 +164,7 @@ export class Conversation {
   async readHistory(id, left) {
     let after = 0;
     for (;;) {
-      const page = await this.api.get(this.api.chatPath(id, `/messages?after=${after}&limit=${historyPage}`));
+      const page = await this.api.get(this.api.chatPath(id, `/messages?after=${after}&limit=${historyPage}&superseded=true`));
       if (left()) return;
       for (const m of page.messages) this.view.add(m);
       if (page.messages.length < historyPage) return;
@@ -198,6 +199,7 @@ export class Conversation {
         break;
       case "message":
         this.view.add(data.message, true);
+        this.compactState();
         if (data.message.role === "user") this.readQueue();
         if (data.message.role === "assistant") show($("#retry-notice"), false);
         break;
@@ -210,6 +212,7 @@ export class Conversation {
         // edited message says what it says now.
         this.view.supersede(data.superseded_after);
         if (data.message) this.view.replace(data.message);
+        this.compactState();
         break;
       case "retry": {
         const n = $("#retry-notice");
@@ -249,11 +252,13 @@ export class Conversation {
     badge.dataset.status = c.status;
     badge.textContent = statusText(c.status);
     $("#chat-model").textContent = c.model;
+    this.showOrigin(c);
     $("#chat-usage").textContent = usageText(c.usage || {});
     $("#archive").textContent = c.archived ? "Unarchive" : "Archive";
     $("#interrupt").disabled = !busy(c.status);
     const idle = c.status === "waiting" || c.status === "error";
     show($("#compact"), idle);
+    this.compactState();
     this.view.setIdle(idle);
     if (c.status === "error" && c.last_error) this.showError(c.last_error);
     else show($("#chat-error"), false);
@@ -263,6 +268,39 @@ export class Conversation {
     this.view.waiting(c.status === "requires_action" && c.required_action ? c.required_action.tool_calls : []);
     this.actions.update(c);
     this.hooks.onChat(c);
+  }
+
+  // showOrigin says, on a fork, which chat it was forked from, with a
+  // link to it (its title read once; a deleted origin says so).
+  async showOrigin(c) {
+    const origin = c.labels && c.labels.forked_from;
+    const box = $("#chat-fork");
+    show(box, Boolean(origin));
+    if (!origin) return;
+    const link = $("#chat-fork-link");
+    if (link.dataset.origin === origin) return;
+    link.dataset.origin = origin;
+    link.href = `#/chats/${encodeURIComponent(origin)}`;
+    link.textContent = "the original chat";
+    try {
+      const o = await this.api.get(this.api.chatPath(origin));
+      if (link.dataset.origin === origin) link.textContent = `“${o.title || "Untitled"}”`;
+    } catch (err) {
+      if (link.dataset.origin === origin && err.status === 404) {
+        link.removeAttribute("href");
+        link.textContent = "a chat that was deleted";
+      }
+    }
+  }
+
+  // compactState offers Compact only when there is something to
+  // summarise: more than the last turn since the newest compaction.
+  compactState() {
+    const can = this.view.compactable();
+    const b = $("#compact");
+    b.disabled = !can;
+    b.title = can ? "Summarise the earlier messages to free the model's context"
+      : "Nothing to compact: the last turn always stays verbatim, and there is nothing before it since the last summary";
   }
 
   // reread reads the chat again, for when its stream may lag behind.
@@ -339,10 +377,17 @@ export class Conversation {
     }
   }
 
+  // showError shows the chat's failure. Retry is offered only for a
+  // failure the server calls retryable, or a budget's stop (a retry goes
+  // on once the budget allows): the same request would fail again
+  // otherwise, and the message says the way on. The stream's error event
+  // does not say: Retry is left to the chat's last_error, in the status
+  // event next to it.
   showError(e) {
     const box = $("#chat-error");
     box.querySelector(".error-kind").textContent = errorKinds[e.kind] || e.kind || "error";
     box.querySelector(".error-message").textContent = e.message || "";
+    if ("retryable" in e) show($("#retry"), e.retryable === true || e.kind === "spend_limit");
     show(box, true);
   }
 
@@ -355,9 +400,14 @@ export class Conversation {
   // and the files stay for another try.
   async send() {
     const input = $("#composer-input");
-    const text = input.value;
+    let text = input.value;
     const id = this.id;
     if ((!text.trim() && !this.attach.count) || !id || this.sending) return;
+    if (text.trimStart().startsWith("//")) text = text.trimStart().slice(1); // a message that starts with "/"
+    else if (text.trimStart().startsWith("/")) {
+      this.command(text.trim());
+      return;
+    }
     this.sending = true;
     $("#send").disabled = true;
     let files = null;
@@ -373,11 +423,53 @@ export class Conversation {
       setError($("#action-notice"), "");
       if (r.message) this.view.add(r.message, true);
       if (r.queued) this.readQueue();
+      // What was sent is shown, however far up the reader was.
+      this.follower.toBottom();
     } catch (err) {
       if (this.id === id) this.composerError(refusal(err, files && files.items) || err.message);
     } finally {
       this.sending = false;
       $("#send").disabled = false;
+    }
+  }
+
+  // command runs a composer command (a line starting with "/"); none is
+  // ever sent to the model. /compact and /retry do what their buttons do,
+  // /edit [text] opens the editor on the last message you sent.
+  async command(line) {
+    const [, name, rest] = line.match(/^\/(\S*)\s*([\s\S]*)$/);
+    const input = $("#composer-input");
+    const done = () => {
+      input.value = "";
+      setError($("#composer-error"), "");
+    };
+    switch (name) {
+      case "compact":
+        if ($("#compact").disabled || $("#compact").hidden) {
+          this.composerError(`/compact: ${$("#compact").hidden ? "the chat is busy; compact it once it waits" : $("#compact").title}.`);
+          return;
+        }
+        done();
+        await this.act("/compact");
+        return;
+      case "retry":
+        if (!this.chat || this.chat.status !== "error") {
+          this.composerError("/retry: only a chat that failed can be retried.");
+          return;
+        }
+        done();
+        await this.act("/retry");
+        return;
+      case "edit":
+        if (!this.view.editLast(rest)) {
+          this.composerError("/edit: there is no message of yours to edit while the chat waits.");
+          return;
+        }
+        done();
+        return;
+      default:
+        this.composerError(`Unknown command /${name}. The commands are /compact, /retry and /edit [new text]; ` +
+          "to send a message that starts with /, begin it with //.");
     }
   }
 

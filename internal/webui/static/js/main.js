@@ -11,6 +11,7 @@ import { Webhooks } from "./webhooks.js";
 import { listKeys } from "./keys.js";
 import { SourcesView } from "./sources.js";
 import { TokensView } from "./tokens.js";
+import { UsageView, UsageWatch } from "./usage.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
@@ -84,8 +85,14 @@ function start(token) {
   if (session) return;
   const refused = () => signOut("The server refused the token (it may have been revoked). Sign in again.");
   const api = new API(token, refused);
+  const watch = new UsageWatch(api);
   const conversation = new Conversation(api, {
-    onChat: (c) => session && session.list.upsert(c),
+    onChat: (c) => {
+      if (!session) return;
+      session.list.upsert(c);
+      // A run that ended has used what it used: the warning is read again.
+      if (c.status === "waiting" || c.status === "error") watch.soon();
+    },
     onGone: () => { location.hash = "#/"; },
     onOpen: (id) => { location.hash = `#/chats/${id}`; },
     onUnauthorized: refused,
@@ -105,9 +112,9 @@ function start(token) {
   });
   const webhooks = new Webhooks(api);
   // The views besides the conversation, by their route "#/<name>".
-  const pages = { sources: new SourcesView(api), tokens: new TokensView(api, token) };
-  session = { api, list, conversation, newChat, webhooks, pages };
-  showOwner(api);
+  const pages = { usage: new UsageView(api, watch), sources: new SourcesView(api), tokens: new TokensView(api, token) };
+  session = { api, list, conversation, newChat, webhooks, pages, watch };
+  showOwner(api, pages.usage, watch);
   document.body.dataset.signedIn = "true";
   show($("#login-view"), false);
   show($("#app"), true);
@@ -119,16 +126,19 @@ function start(token) {
   route();
 }
 
-// showOwner says whose token this is, and offers the admin's views to the
-// admin. (The server refuses them to anyone else in any case.)
-async function showOwner(api) {
+// showOwner says whose token this is, offers the admin's views to the
+// admin (the server refuses them to anyone else in any case), and warns
+// of a limit near.
+async function showOwner(api, usageView, watch) {
   try {
     const u = await api.get("/api/v1/usage");
     $("#whoami").textContent = u.owner;
     show($("#nav-tokens"), u.owner === "admin");
+    usageView.setOwner(u.owner);
   } catch (err) {
     console.warn("could not read the owner:", err);
   }
+  watch.check();
 }
 
 function route() {

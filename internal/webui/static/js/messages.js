@@ -31,22 +31,27 @@ export class MessageView {
     this.waits = new Map(); // tool_call_id → kind, of the calls the chat waits for
     this.seenQueued = new Map(); // queued id → text, of the queued messages shown
     this.clientHistory = false; // the chat's history may hold a client's assistant messages
+    this.msgs = new Map(); // message id → the message shown
+    this.old = new Map(); // message id → a superseded message (see versions)
+    this.versionEls = new Map(); // user message id → the li of its earlier versions
+    this.versionsDue = false;
   }
 
   // add renders a durable message once; a repeat of a known id is ignored.
   // live says the message arrived as it happened (not read from history),
   // so the time between a call and its result is the call's duration.
   add(m, live = false) {
+    if (m.superseded && !this.hooks.readOnly) {
+      this.addOld(m);
+      return;
+    }
     if (this.items.has(m.id)) return;
+    this.msgs.set(m.id, m);
     if (this.draft && this.draft.messageId === m.id) this.dropDraft();
     this.live = live;
     const li = this.render(m);
     this.items.set(m.id, li);
-    let before = null;
-    for (const [id, el] of this.items) {
-      if (id > m.id && (!before || Number(before.dataset.messageId) > id)) before = el;
-    }
-    this.ol.insertBefore(li, before || this.firstTransient());
+    this.place(li);
     this.lastId = Math.max(this.lastId, m.id);
     this.markLastAnswer();
     if (!live) return;
@@ -60,6 +65,20 @@ export class MessageView {
       return copy.textContent.trim();
     }).filter(Boolean).join("\n");
     if (text) this.hooks.onAnswer(text, li.dataset.stopped === "true");
+  }
+
+  // place puts li among the shown messages by its position (see posOf):
+  // a compaction's divider goes right after the last message it
+  // summarises, whatever its own id.
+  place(li) {
+    const pos = Number(li.dataset.pos);
+    let before = null;
+    for (const el of [...this.items.values(), ...this.versionEls.values()]) {
+      if (el === li) continue;
+      const p = Number(el.dataset.pos);
+      if (p > pos && (!before || Number(before.dataset.pos) > p)) before = el;
+    }
+    this.ol.insertBefore(li, before || this.firstTransient());
   }
 
   // markFromQueue says on a user message that arrived as it happened that
@@ -85,19 +104,91 @@ export class MessageView {
     const li = this.render(m);
     old.replaceWith(li);
     this.items.set(m.id, li);
+    this.msgs.set(m.id, m);
     this.markLastAnswer();
   }
 
   // supersede removes the messages with ids after `after`, up to and
   // including upTo: an edit or a regeneration replaced them.
+  // They stay readable among the earlier versions of what followed
+  // the message answered again.
   supersede(after, upTo = Infinity) {
     for (const [id, li] of [...this.items]) {
       if (id <= after || id > upTo) continue;
       this.forget(li);
       li.remove();
       this.items.delete(id);
+      const m = this.msgs.get(id);
+      this.msgs.delete(id);
+      if (m) this.addOld({ ...m, superseded: true });
     }
     this.markLastAnswer();
+  }
+
+  // addOld keeps a superseded message (read with ?superseded=true, or
+  // replaced here by an edit or a regeneration) for the earlier versions.
+  addOld(m) {
+    this.old.set(m.id, m);
+    this.lastId = Math.max(this.lastId, m.id);
+    if (this.versionsDue) return;
+    this.versionsDue = true;
+    queueMicrotask(() => {
+      this.versionsDue = false;
+      this.renderVersions();
+    });
+  }
+
+  // renderVersions shows the superseded messages, grouped by the user
+  // message they followed (the one an edit or Regenerate answered again),
+  // folded under it: each version is what followed it once. A version
+  // ends with an answer that called no tool; the next one starts with an
+  // answer again.
+  renderVersions() {
+    for (const el of this.versionEls.values()) el.remove();
+    this.versionEls.clear();
+    const users = [...this.items].filter(([, li]) => li.dataset.role === "user").map(([id]) => id).sort((a, b) => a - b);
+    const byBranch = new Map();
+    for (const m of [...this.old.values()].sort((a, b) => a.id - b.id)) {
+      if (m.role === "tool" || isCompaction(m)) continue; // results fill their calls' cards; summaries are no version
+      let branch = 0;
+      for (const u of users) if (u < m.id) branch = u;
+      const versions = byBranch.get(branch) || [];
+      const cur = versions[versions.length - 1];
+      const prev = cur && cur[cur.length - 1];
+      const finished = prev && prev.role === "assistant" && !(prev.parts || []).some((p) => p.type === "tool-call");
+      if (!cur || (finished && m.role === "assistant")) versions.push([m]);
+      else cur.push(m);
+      byBranch.set(branch, versions);
+    }
+    for (const [branch, versions] of byBranch) {
+      const li = this.versionsEl(branch, versions);
+      this.versionEls.set(branch, li);
+      this.place(li);
+    }
+  }
+
+  // versionsEl is the folded list of the earlier versions of what
+  // followed user message branch, each as it read (no actions but Copy).
+  versionsEl(branch, versions) {
+    const n = versions.length;
+    const li = h("li", { class: "msg-versions", dataset: { branch: String(branch), pos: String(branch + 0.25), versions: String(n) } });
+    const box = h("details", { class: "versions-box" },
+      h("summary", {}, h("span", { class: "twisty", "aria-hidden": "true" }),
+        `${n} earlier ${n === 1 ? "version" : "versions"} of the answer`,
+        h("span", { class: "muted" }, " (replaced by an edit or Regenerate)")));
+    versions.forEach((msgs, i) => {
+      const ol = h("ol", { class: "version-messages" });
+      const view = new MessageView(ol, { readOnly: true, renderFile: this.hooks.renderFile });
+      view.clientHistory = this.clientHistory;
+      for (const m of msgs) view.add(m);
+      for (const tool of this.old.values()) {
+        if (tool.role === "tool") for (const p of tool.parts || []) view.outcome(p);
+      }
+      box.append(h("section", { class: "version", dataset: { version: String(i + 1) } },
+        h("h4", { class: "version-head" }, `Version ${i + 1} of ${n + 1}`), ol));
+    });
+    li.append(box);
+    return li;
   }
 
   // forget drops the cards of the calls inside li, which is going away.
@@ -105,6 +196,39 @@ export class MessageView {
     for (const [id, c] of [...this.cards]) {
       if (li.contains(c.el)) this.cards.delete(id);
     }
+  }
+
+  // summarised counts the messages shown (questions and answers) that
+  // compaction part c stands for and the previous summary did not, and
+  // says whether there is a previous summary.
+  summarised(c) {
+    let since = 0;
+    for (const li of this.items.values()) {
+      const t = Number(li.dataset.through);
+      if (li.dataset.role === "compaction" && t < c.through_message_id) since = Math.max(since, t);
+    }
+    let n = 0;
+    for (const [id, li] of this.items) {
+      if (id > since && id <= c.through_message_id && (li.dataset.role === "user" || li.dataset.role === "assistant")) n++;
+    }
+    return { n, previous: since > 0 };
+  }
+
+  // compactable says whether a compaction would find something to
+  // summarise: since the newest compaction's cut, a user message follows
+  // some other message (the last turn always stays verbatim).
+  compactable() {
+    let through = 0;
+    for (const li of this.items.values()) {
+      if (li.dataset.role === "compaction") through = Math.max(through, Number(li.dataset.through));
+    }
+    let seen = false;
+    for (const [id, li] of [...this.items].sort((a, b) => a[0] - b[0])) {
+      if (id <= through || li.dataset.role === "compaction") continue;
+      if (seen && li.dataset.role === "user") return true;
+      seen = true;
+    }
+    return false;
   }
 
   // lastUserId is the id of the newest user message shown, 0 if none.
@@ -142,6 +266,27 @@ export class MessageView {
   }
 
   render(m) {
+    const li = this.renderMessage(m);
+    li.dataset.pos = String(posOf(m));
+    return li;
+  }
+
+  renderMessage(m) {
+    if (this.hooks.readOnly) {
+      // An earlier version: shown as it read, outside the conversation's
+      // own messages (it carries no role or id the page looks up).
+      const li = this.renderLive({ ...m, superseded: false });
+      li.dataset.oldRole = li.dataset.role;
+      li.dataset.oldId = li.dataset.messageId;
+      delete li.dataset.role;
+      delete li.dataset.messageId;
+      li.classList.add("old");
+      return li;
+    }
+    return this.renderLive(m);
+  }
+
+  renderLive(m) {
     const li = h("li", { class: "msg", dataset: { role: m.role, messageId: String(m.id) } });
     if (m.role === "tool") {
       li.hidden = true;
@@ -149,7 +294,7 @@ export class MessageView {
       return li;
     }
     const parts = m.parts || [];
-    if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0]);
+    if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0], this.summarised(parts[0]));
     li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
     // Every answer the model finished carries its usage; one without was
     // cut short by Stop (the text streamed until then is kept). In a chat
@@ -167,7 +312,7 @@ export class MessageView {
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
       li.append(h("div", { class: "msg-usage muted" }, usageText(m.usage)));
     }
-    li.append(this.msgActions(li, m));
+    li.append(this.hooks.readOnly ? h("div", { class: "msg-actions" }, copyButton(() => textOf(m), "msg-copy", "Copy as Markdown")) : this.msgActions(li, m));
     return li;
   }
 
@@ -194,6 +339,19 @@ export class MessageView {
     return h("div", { class: "msg-actions" }, copy, edit, regen, fork, status);
   }
 
+  // editLast opens the editor on the newest user message shown, with
+  // text in place of its own when given; false when there is none or the
+  // chat is not idle.
+  editLast(text) {
+    const id = this.lastUserId();
+    if (!id || this.ol.dataset.idle !== "true") return false;
+    const li = this.items.get(id);
+    this.edit(li, this.msgs.get(id));
+    const area = li.querySelector("textarea.msg-edit-input");
+    if (text && area) area.value = text;
+    return true;
+  }
+
   // edit swaps a user message's text for an editor; Save sends the new
   // text, and the messages after it go when the server says so.
   edit(li, m) {
@@ -207,11 +365,24 @@ export class MessageView {
       form.remove();
       for (const el of shown) el.hidden = false;
     };
+    // An edit replaces everything after the message: when that is more
+    // than its own answer, the first Save says how much and asks again.
+    const later = [...this.items].filter(([id, el]) => id > m.id && el.dataset.role === "user").length;
+    let confirmed = later === 0;
+    const warn = h("p", { class: "msg-edit-confirm", role: "alert", hidden: true },
+      `Saving replaces everything after this message: its answer and the ${later} later ${later === 1 ? "turn" : "turns"}. ` +
+      "They stay readable under the earlier versions, but the model will not see them.");
     const form = h("form", { class: "msg-editor",
       onsubmit: async (e) => {
         e.preventDefault();
         const text = area.value;
         if (!text.trim()) return;
+        if (!confirmed) {
+          confirmed = true;
+          warn.hidden = false;
+          save.textContent = `Save and replace ${later + 1} turns`;
+          return;
+        }
         const others = parts.filter((p) => p.type !== "text");
         const content = others.length ? [{ type: "text", text }, ...others] : text;
         save.disabled = true;
@@ -226,7 +397,7 @@ export class MessageView {
         if (t) t.textContent = text;
         done();
       } },
-      area, error,
+      area, error, warn,
       h("div", { class: "msg-editor-buttons" },
         h("button", { type: "submit", class: "primary msg-edit-save" }, "Save"),
         h("button", { type: "button", class: "msg-edit-cancel", onclick: done }, "Cancel")));
@@ -449,17 +620,37 @@ export class MessageView {
   }
 }
 
-// compaction is the divider where the conversation was summarised: the
-// model sees the summary in place of the messages before it (they stay
-// shown here); the summary is folded away.
-function compaction(id, p) {
+function isCompaction(m) {
+  const p = (m.parts || [])[0];
+  return Boolean(p && p.type === "compaction");
+}
+
+// posOf is where message m stands in the conversation: its id, or for a
+// compaction (written after the turns it kept verbatim) just after the
+// last message it summarises, compactions of one cut in id order.
+function posOf(m) {
+  const p = (m.parts || [])[0];
+  if (p && p.type === "compaction" && p.through_message_id) return p.through_message_id + 0.5 - 1 / (m.id + 2);
+  return m.id;
+}
+
+// compaction is the divider where the conversation was summarised: it
+// stands after the last message summarised and says how many of the
+// messages above it the summary stands for (count.n, since the previous
+// summary when count.previous); the model sees the summary in place of
+// them (they stay shown here), and the summary is folded away.
+function compaction(id, p, count) {
   const why = { auto: "automatically", manual: "on request", overflow: "after the context overflowed" }[p.source] || "";
   const text = h("div", { class: "msg-text compaction-text" });
   text.append(renderMarkdown(p.summary || ""));
-  return h("li", { class: "msg compaction", dataset: { role: "compaction", messageId: String(id) } },
+  const what = `${count.n} ${count.n === 1 ? "message" : "messages"} above summarised` + (count.previous ? " with the previous summary" : "");
+  const before = p.tokens_before ? `The context was about ${grouped(p.tokens_before)} tokens` +
+    (p.context_window ? ` of ${grouped(p.context_window)}` : "") + "; " : "";
+  return h("li", { class: "msg compaction", dataset: { role: "compaction", messageId: String(id), through: String(p.through_message_id || 0) } },
     h("details", { class: "compaction-box" },
-      h("summary", {}, h("span", { class: "twisty", "aria-hidden": "true" }), "Earlier messages summarised",
+      h("summary", {}, h("span", { class: "twisty", "aria-hidden": "true" }), h("span", { class: "compaction-what" }, what),
         why && h("span", { class: "compaction-why" }, `(${why})`)),
+      h("p", { class: "compaction-note muted" }, `${before}the model now reads this summary in place of the messages above, and the ones below verbatim.`),
       text));
 }
 

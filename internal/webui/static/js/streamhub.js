@@ -6,7 +6,7 @@
 const workerURL = new URL("./streamworker.js", import.meta.url);
 // The worker's name carries the version of the messages it speaks: a page
 // of a newer UI never talks to an older worker that tabs left running.
-const workerName = "parley-streams-1";
+const workerName = "parley-streams-2";
 
 let shared; // undefined: not tried yet; null: unavailable; else the Hub
 

@@ -1,9 +1,13 @@
 // The shared stream worker: one SharedWorker per browser profile and origin
-// holds ONE connection per distinct stream (its token and URL) and fans the
-// events out to every tab that subscribed, so that however many tabs are
-// open the browser keeps a handful of stream connections, and API requests
-// never queue behind them (a browser opens at most six HTTP/1.1
-// connections to one server). streamhub.js is the tabs' side.
+// holds the browser's stream connections and fans the events out to every
+// tab that subscribed: every chat stream of a token over ONE multiplexed
+// connection (streammux.js; 32 chats a connection), any other stream (the
+// owner feed) over one connection per distinct token and URL. However
+// many tabs are open on however many chats, the browser keeps two stream
+// connections, and API requests never queue behind them (a browser opens
+// at most six HTTP/1.1 connections to one server). streamhub.js is the
+// tabs' side. A server without the multiplexed stream gets one connection
+// per chat, as before it.
 //
 // Messages from a tab (its port):
 //   {op: "hello", tab}                       a tab; a Web Lock "parley-tab-<tab>" is held while it lives
@@ -26,8 +30,10 @@
 // is told it is open, and reads what it needs itself.
 
 import { SSEConnection } from "./sseconn.js";
+import { ChatMux, chatOf } from "./streammux.js";
 
 const streams = new Map(); // token + "\n" + url → Stream
+const muxes = new Map(); // token → ChatMux
 const tabs = new Map(); // tab id → {port, subs: Set of sub ids}
 
 // Stream is one connection shared by its subscribers.
@@ -139,9 +145,45 @@ function streamOf(sub) {
   return null;
 }
 
+function muxOf(sub) {
+  for (const m of muxes.values()) if (m.has(sub)) return m;
+  return null;
+}
+
 function unsubscribe(sub) {
+  const m = muxOf(sub);
+  if (m) {
+    m.remove(sub);
+    return;
+  }
   const s = streamOf(sub);
   if (s) s.remove(sub);
+}
+
+// follow adds subscription sub of port to url's stream: a chat's to its
+// token's mux, unless the server has none; any other to its own.
+function follow(sub, port, url, token, lastEventId) {
+  const chat = chatOf(url);
+  if (chat !== null) {
+    let m = muxes.get(token);
+    if (!m) {
+      m = new ChatMux(token, send, (subs) => {
+        for (const x of subs) follow(x.sub, x.port, x.url, token, x.lastEventId);
+      }, (id) => fetch(`/api/v1/chats/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.status));
+      muxes.set(token, m);
+    }
+    if (!m.unsupported) {
+      m.add(sub, port, chat, lastEventId);
+      return;
+    }
+  }
+  const key = `${token}\n${url}`;
+  let s = streams.get(key);
+  if (!s) {
+    s = new Stream(key, url, token);
+    streams.set(key, s);
+  }
+  s.add(sub, port, lastEventId);
 }
 
 function dropTab(id) {
@@ -166,14 +208,8 @@ function message(port, tabRef, msg) {
     case "sub": {
       const tab = tabs.get(tabRef.id);
       if (!tab) return;
-      const key = `${msg.token}\n${msg.url}`;
-      let s = streams.get(key);
-      if (!s) {
-        s = new Stream(key, msg.url, msg.token);
-        streams.set(key, s);
-      }
       tab.subs.add(msg.sub);
-      s.add(msg.sub, port, msg.lastEventId);
+      follow(msg.sub, port, msg.url, msg.token, msg.lastEventId);
       break;
     }
     case "unsub": {
@@ -183,6 +219,11 @@ function message(port, tabRef, msg) {
       break;
     }
     case "reconnect": {
+      const m = muxOf(msg.sub);
+      if (m) {
+        m.reconnect(msg.sub);
+        break;
+      }
       const s = streamOf(msg.sub);
       if (s && s.conn) s.conn.reconnectNow();
       break;

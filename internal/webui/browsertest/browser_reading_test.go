@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"fmt"
@@ -51,6 +51,7 @@ func TestBrowserFollowsNewContent(t *testing.T) {
 		llmtest.Turn{Text: paragraphs("second answer", 30), ChunkSize: 100, Gate: gate, GateAfter: 12, Started: started},
 		llmtest.Turn{Text: "Let me look at the clock.", ToolCalls: []llmtest.ToolCall{{ID: "call_f1", Name: "current_time", Args: `{"timezone":"UTC"}`}}},
 		llmtest.Turn{Text: paragraphs("last answer", 30)},
+		llmtest.Turn{Text: "the fourth answer"},
 	)
 	id := u.createChat(t, `{"title": "following", "approve": ["current_time"]}`)
 	b.openChat(u, id)
@@ -81,6 +82,9 @@ func TestBrowserFollowsNewContent(t *testing.T) {
 	if !inView {
 		t.Error("the action panel is not inside the visible part of the conversation")
 	}
+	if got := eval[string](b, `document.activeElement.closest("section#action") ? "the panel" : document.activeElement.outerHTML.slice(0, 80)`); got != "the panel" {
+		t.Errorf("the focus is on %s when the action panel appears, want the panel", got)
+	}
 	if eval[bool](b, `document.querySelector("#jump-bottom").checkVisibility()`) {
 		t.Error("the New messages button shows while the reader is at the end")
 	}
@@ -109,6 +113,17 @@ func TestBrowserFollowsNewContent(t *testing.T) {
 	b.do("wait for the button to go", chromedp.WaitNotVisible(chromedp.CSS("#jump-bottom")))
 	if f := eval[string](b, `document.querySelector("#chat-scroll").dataset.following`); f != "true" {
 		t.Errorf("after the button the view's following is %q, want true", f)
+	}
+
+	// Scrolled up again, the reader sends a message: the view goes to it.
+	eval[chromedp.Void](b, `document.querySelector("#chat-scroll").scrollTop = 200`)
+	b.waitJS("the view stops following", `document.querySelector("#chat-scroll").dataset.following === "false"`,
+		`document.querySelector("#chat-scroll").dataset.following ?? "(unset)"`)
+	b.typeInto("#composer-input", "fourth question\r")
+	b.waitAnyText("the fourth answer shows", answerText, "the fourth answer")
+	b.waitAtBottom("after sending while scrolled up")
+	if b.visibleCount("#jump-bottom") != 0 {
+		t.Error("the New messages button shows after sending")
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"fmt"
@@ -40,9 +40,10 @@ const focused = `(() => { const e = document.activeElement; return e ? e.tagName
 // TestBrowserAccessibleApproval: two calls wait for approval. The live
 // region says so; each is decided with the keyboard only (Tab to the
 // button, Enter), the first decision says "1 of 2 decided"; the finished
-// answer is then what the live region says, and only it. Every control of
-// the page has an accessible name, and the arrow keys walk the chat list
-// with a visible focus.
+// answer is then what the live region says, and only it. The panel takes
+// the focus when it appears. Every control of the page has an accessible
+// name; the chat list is one Tab stop, and the arrow keys walk it with a
+// visible focus.
 func TestBrowserAccessibleApproval(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -69,6 +70,9 @@ func TestBrowserAccessibleApproval(t *testing.T) {
 	first, second := callForm("approval", "call_k1"), callForm("approval", "call_k2")
 	b.visible(second + " button.approve")
 	b.waitJS("the live region says the chat waits for approval", announced+` === "Waiting for your approval"`, announced)
+	if got := eval[string](b, focused); !eval[bool](b, `Boolean(document.activeElement.closest("section#action"))`) {
+		t.Errorf("the focus is on %s when the approval panel appears, want the panel", got)
+	}
 	if bad := eval[[]string](b, unnamedControls); len(bad) != 0 {
 		t.Errorf("controls without an accessible name while approving: %q", bad)
 	}
@@ -113,6 +117,22 @@ func TestBrowserAccessibleApproval(t *testing.T) {
 	b.waitJS("the live region says the answer", announced+` === `+jsString(answer), announced)
 	if bad := eval[[]string](b, unnamedControls); len(bad) != 0 {
 		t.Errorf("controls without an accessible name after the run: %q", bad)
+	}
+
+	// The chat list is one Tab stop, whatever it holds: Tab from the
+	// filter before it lands on a chat, the next Tab leaves the list.
+	for i := range 3 {
+		u.createChat(t, fmt.Sprintf(`{"title": "filler %d"}`, i))
+	}
+	b.waitCount("the list shows every chat", "#chat-list li.chat-item", 5)
+	b.do("focus the filter before the list", chromedp.Focus("#filter-archived"))
+	b.press(kb.Tab)
+	if got := eval[string](b, `document.activeElement.closest("li.chat-item")?.dataset.chatId ?? document.activeElement.outerHTML.slice(0, 80)`); got != id {
+		t.Errorf("Tab into the list lands on %s, want the open chat %s", got, id)
+	}
+	b.press(kb.Tab)
+	if eval[bool](b, `Boolean(document.activeElement.closest("#chat-list"))`) {
+		t.Errorf("a second Tab stays in the chat list, on %s", eval[string](b, focused))
 	}
 
 	// The chat list: the arrow keys move from one chat to the next.

@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"fmt"
@@ -121,7 +121,8 @@ func TestBrowserLoginAndLiveList(t *testing.T) {
 
 // TestBrowserLoginForm, at a phone's width: without a stored token the
 // sign-in form shows, a wrong token is refused with a message, the right
-// one signs in, and a reload stays signed in.
+// one signs in, a reload stays signed in, and an open chat takes the
+// phone's whole width.
 func TestBrowserLoginForm(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -167,6 +168,18 @@ func TestBrowserLoginForm(t *testing.T) {
 	b.waitJS("a reload stays signed in", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
 	if eval[bool](b, `document.querySelector("form#login").checkVisibility()`) {
 		t.Error("the login form shows after a reload with a stored token")
+	}
+
+	// An open chat takes the phone's whole width, not a column of it.
+	id := u.createChat(t, `{"title": "on a phone"}`)
+	b.navigate(u.chatURL(id))
+	b.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, id))
+	b.visible("#composer-input")
+	if w := eval[float64](b, `document.querySelector("main#chat").getBoundingClientRect().width`); w < float64(phone.width)-1 {
+		t.Errorf("the open chat is %.0f px wide on a %d px phone, want all of it", w, phone.width)
+	}
+	if w := eval[float64](b, `document.querySelector("#composer-input").getBoundingClientRect().width`); w < float64(phone.width)/2 {
+		t.Errorf("the message box is %.0f px wide on a %d px phone", w, phone.width)
 	}
 }
 

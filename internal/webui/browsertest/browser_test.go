@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // comes from PARLEY_TEST_CHROMIUM.
 
 // browserTimeout bounds each browser test: every wait of the test shares it.
-const browserTimeout = 40 * time.Second
+const browserTimeout = 60 * time.Second
 
 // Viewport sizes: a desktop window, and a phone held upright.
 var (
@@ -38,7 +38,71 @@ var (
 
 type viewport struct{ width, height int }
 
-// browser is one headless Chromium with one tab, for one test. It records
+// chromium is the one headless Chromium of the test binary, started by the
+// first browser test and stopped after the last (stopChromium, from
+// TestMain). Each test has a browser context of its own in it (see
+// newBrowser): its own storage, cookies, shared workers and permissions,
+// as a fresh profile would have.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab: each test's context is made from it
+	stop func()
+	err  error
+}
+
+// sharedChromium starts the package's Chromium once and returns its root
+// context.
+func sharedChromium(t *testing.T, exe string) context.Context {
+	t.Helper()
+	chromium.once.Do(func() {
+		dir, err := os.MkdirTemp("", "parley-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(exe),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-extensions", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(desktop.width, desktop.height),
+		)
+		ctx, cancel := chromedp.NewContext(allocCtx)
+		chromium.stop = func() {
+			cancel() // the allocator's cancel waits for the process to end
+			cancelAlloc()
+			os.RemoveAll(dir)
+		}
+		if err := chromedp.Do(ctx); err != nil {
+			chromium.err = fmt.Errorf("start %s: %w", exe, err)
+			return
+		}
+		chromium.ctx = ctx
+	})
+	if chromium.err != nil {
+		t.Fatal(chromium.err)
+	}
+	return chromium.ctx
+}
+
+// stopChromium stops the package's Chromium, if a test started it.
+func stopChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// browser is one browser context with one tab in the package's Chromium,
+// for one test. It records
 // what the page reports as an error (uncaught exceptions, console.error and
 // console.assert calls, error entries of the browser log, security entries
 // such as CSP violations) and fails the test with them at its end.
@@ -52,42 +116,25 @@ type browser struct {
 	problems []string         // what the page reported as errors
 	allowed  []*regexp.Regexp // problems a test expects (see allow)
 
-	shots, kept string // where screenshots and a failure's evidence go (see save)
+	kept string // where a failure's evidence goes without $PARLEY_TEST_SCREENSHOTS (see save)
 }
 
-// newBrowser starts Chromium with a fresh profile and opens a tab whose
-// page is vp. Everything is stopped when the test ends, the browser process
-// included (the allocator's cancel waits for it).
+// newBrowser opens a tab whose page is vp, in a browser context of its own
+// in the package's Chromium (started by the first test that asks). The
+// context, its tabs and its storage are gone when the test ends.
 func newBrowser(t *testing.T, vp viewport) *browser {
 	t.Helper()
 	exe := notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(vp.width, vp.height),
-	)
+	root := sharedChromium(t, exe)
 	b := &browser{t: t}
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx,
+	tabCtx, cancelTab := chromedp.NewContext(root,
+		chromedp.WithNewBrowserContext(),
 		chromedp.WithListener(b.listen),
-		chromedp.WithErrorf(b.logf),
-		chromedp.WithLogf(b.logf),
 	)
 	ctx, cancelCtx := context.WithTimeout(tabCtx, browserTimeout)
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelTab()
-		cancelAlloc()
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.done = true
@@ -95,24 +142,15 @@ func newBrowser(t *testing.T, vp viewport) *browser {
 			t.Errorf("the page reported: %s", p)
 		}
 	})
-	// The first action starts the browser; it is bound to tabCtx, which
-	// lives until the cleanup, not to the test's deadline.
+	// The first action makes the context and its tab; it is bound to
+	// tabCtx, which lives until the cleanup, not to the test's deadline.
 	if err := chromedp.Do(tabCtx); err != nil {
-		t.Fatalf("start %s: %v", exe, err)
+		t.Fatalf("open a tab in %s: %v", exe, err)
 	}
 	b.tab, b.ctx = tabCtx, ctx
 	// The window's frame takes part of its size: the page gets all of it.
 	b.do("set the viewport", chromedp.EmulateViewport(int64(vp.width), int64(vp.height)))
 	return b
-}
-
-// logf logs what chromedp says, until the test ends.
-func (b *browser) logf(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.done {
-		b.t.Logf("chromedp: "+format, args...)
-	}
 }
 
 // allow lets the page report problems matching re without failing the
@@ -195,10 +233,10 @@ func (b *browser) fail(format string, args ...any) {
 	ctx, cancel := context.WithTimeout(b.tab, 5*time.Second)
 	defer cancel()
 	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-		msg += "\nscreenshot: " + b.save("failure.png", png, true)
+		msg += "\nscreenshot: " + b.save("failure.png", png)
 	}
 	if html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err == nil {
-		msg += "\npage: " + b.save("failure.html", []byte(html), true)
+		msg += "\npage: " + b.save("failure.html", []byte(html))
 	}
 	b.mu.Lock()
 	for _, p := range b.problems {
@@ -348,32 +386,35 @@ func (b *browser) waitGone(what, sel string) {
 	b.waitCount(what, sel, 0)
 }
 
-// screenshot saves a full-page PNG named after the test and scenario.
+// screenshot saves a full-page PNG named after the test and scenario into
+// $PARLEY_TEST_SCREENSHOTS; without it, it takes none (a failure's
+// evidence is saved in any case, see fail).
 func (b *browser) screenshot(scenario string) {
 	b.t.Helper()
+	if os.Getenv("PARLEY_TEST_SCREENSHOTS") == "" {
+		return
+	}
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.fail("screenshot %s: %v", scenario, err)
 	}
-	b.t.Logf("screenshot %s: %s", scenario, b.save(scenario+".png", png, false))
+	b.t.Logf("screenshot %s: %s", scenario, b.save(scenario+".png", png))
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // save writes data as <test>-<name> into $PARLEY_TEST_SCREENSHOTS
-// (created if missing) and returns the path. Without it, screenshots go
-// to a directory of the test's, removed with it, and the evidence of a
-// failure (keep) to a directory of its own under the system's temporary
+// (created if missing) and returns the path. Without it, the evidence of
+// a failure goes to a directory of its own under the system's temporary
 // directory, which stays for the reader.
-func (b *browser) save(name string, data []byte, keep bool) string {
+func (b *browser) save(name string, data []byte) string {
 	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
-	switch {
-	case dir != "":
+	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.t.Errorf("screenshot directory: %v", err)
 			return ""
 		}
-	case keep:
+	} else {
 		if b.kept == "" {
 			d, err := os.MkdirTemp("", "parley-browser-")
 			if err != nil {
@@ -383,11 +424,6 @@ func (b *browser) save(name string, data []byte, keep bool) string {
 			b.kept = d
 		}
 		dir = b.kept
-	default:
-		if b.shots == "" {
-			b.shots = b.t.TempDir()
-		}
-		dir = b.shots
 	}
 	path := filepath.Join(dir, unsafeName.ReplaceAllString(b.t.Name()+"-"+name, "_"))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -398,21 +434,18 @@ func (b *browser) save(name string, data []byte, keep bool) string {
 
 // docScreenshot saves a full-page PNG as file, named as the
 // documentation links it (no test name before it), into
-// $PARLEY_TEST_SCREENSHOTS, or without it into the test's screenshot
-// directory.
+// $PARLEY_TEST_SCREENSHOTS; without it, it takes none.
 func (b *browser) docScreenshot(file string) {
 	b.t.Helper()
+	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.fail("screenshot %s: %v", file, err)
 	}
-	dir := os.Getenv("PARLEY_TEST_SCREENSHOTS")
-	if dir == "" {
-		if b.shots == "" {
-			b.shots = b.t.TempDir()
-		}
-		dir = b.shots
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Errorf("screenshot directory: %v", err)
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func newStreamCounter(t *testing.T, target string) *streamCounter {
 	proxy.FlushInterval = -1 // events as they come
 	c := &streamCounter{}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/stream") || r.URL.Path == "/api/v1/chats/watch" {
+		if strings.HasSuffix(r.URL.Path, "/stream") || r.URL.Path == "/api/v1/chats/watch" || r.URL.Path == "/api/v1/chats/streams" {
 			c.mu.Lock()
 			c.open++
 			c.max = max(c.max, c.open)
@@ -73,7 +73,7 @@ func (c *streamCounter) counts() (open, most int) {
 // b's deadline.
 func (b *browser) newTab() *browser {
 	b.t.Helper()
-	nb := &browser{t: b.t, shots: b.shots, kept: b.kept}
+	nb := &browser{t: b.t, kept: b.kept}
 	tabCtx, cancelTab := chromedp.NewContext(b.tab, chromedp.WithListener(nb.listen))
 	dl, _ := b.ctx.Deadline()
 	ctx, cancel := context.WithDeadline(tabCtx, dl)
@@ -103,12 +103,33 @@ func (b *browser) waitConnected() {
 		`[document.querySelector("#feed-state")?.dataset.state, document.querySelector("#stream-state")?.dataset.state].join(" / ")`)
 }
 
+// muxServed says whether the server serves the multiplexed chat stream
+// (GET /api/v1/chats/streams), which carries every chat of a browser over
+// one connection; without it the UI opens one connection per chat.
+func (u *uiServer) muxServed(t *testing.T, chat string) bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.url+"/api/v1/chats/streams?chat="+chat, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+u.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("probe the multiplexed stream: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // TestBrowserSevenTabs opens seven tabs of one browser over plain HTTP/1.1,
-// on two chats: the tabs share their streams (one connection per stream
-// for the whole browser), every tab on a chat sees its answer stream in
-// once, the seventh joining while the answer streams (it sees what was
-// written so far), and an API request of the seventh tab is answered at
-// once rather than waiting for a free connection.
+// on two chats: the tabs share their streams (the feed's connection and
+// one for the chats, or one per chat on a server without the multiplexed
+// stream), every tab on a chat sees its answer stream in once, the seventh
+// joining while the answer streams (it sees what was written so far), and
+// an API request of the seventh tab is answered at once rather than
+// waiting for a free connection.
 func TestBrowserSevenTabs(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -118,6 +139,10 @@ func TestBrowserSevenTabs(t *testing.T) {
 	chats := []string{
 		u.createChat(t, `{"title": "first of two"}`),
 		u.createChat(t, `{"title": "second of two"}`),
+	}
+	want := 3 // the feed and one per chat
+	if u.muxServed(t, chats[0]) {
+		want = 2 // the feed and the chats'
 	}
 	first.navigate(proxy.URL + "/#token=" + u.token)
 	first.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
@@ -139,7 +164,7 @@ func TestBrowserSevenTabs(t *testing.T) {
 	// settles at one stream per distinct URL.
 	threeStreams := func(when string) {
 		t.Helper()
-		waitFor(t, first, "three stream connections (the feed and two chats) "+when, func() bool { n, _ := proxy.counts(); return n == 3 })
+		waitFor(t, first, fmt.Sprintf("%d stream connections %s", want, when), func() bool { n, _ := proxy.counts(); return n == want })
 	}
 	threeStreams("with six tabs")
 
@@ -176,8 +201,8 @@ func TestBrowserSevenTabs(t *testing.T) {
 			}
 		}
 	}
-	if open, most := proxy.counts(); open != 3 {
-		t.Errorf("%d stream connections open after the runs (at most %d at once), want 3", open, most)
+	if open, most := proxy.counts(); open != want {
+		t.Errorf("%d stream connections open after the runs (at most %d at once), want %d", open, most, want)
 	} else {
 		t.Logf("seven tabs: %d stream connections open, at most %d at once", open, most)
 	}
@@ -205,6 +230,60 @@ func waitFor(t *testing.T, b *browser, what string, cond func() bool) {
 		// A round trip to the page, which answers after 50 ms: a poll.
 		if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`new Promise((r) => setTimeout(() => r(true), 50))`, chromedp.EvalAwaitPromise)); err != nil && b.ctx.Err() == nil {
 			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// TestBrowserTenTabsTenChats opens ten tabs of one browser over plain
+// HTTP/1.1, each on a chat of its own, and sends a message in each: every
+// answer arrives, because the tabs' chat streams share one connection (the
+// feed another), far from the browser's six per server. It needs the
+// server's multiplexed stream.
+func TestBrowserTenTabsTenChats(t *testing.T) {
+	t.Parallel()
+	u := startUI(t)
+	var chats []string
+	for i := range 10 {
+		chats = append(chats, u.createChat(t, fmt.Sprintf(`{"title": "chat %d of ten"}`, i+1)))
+	}
+	if !u.muxServed(t, chats[0]) {
+		t.Skip("the server does not serve the multiplexed chat stream (GET /api/v1/chats/streams)")
+	}
+	proxy := newStreamCounter(t, u.url)
+	first := newBrowser(t, desktop)
+	first.navigate(proxy.URL + "/#token=" + u.token)
+	first.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
+	tabs := []*browser{first}
+	for len(tabs) < len(chats) {
+		tabs = append(tabs, first.newTab())
+	}
+	for i, tab := range tabs {
+		tab.navigate(proxy.URL + "/#/chats/" + chats[i])
+		tab.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, chats[i]))
+		tab.waitConnected()
+	}
+	waitFor(t, first, "two stream connections (the feed and the chats')", func() bool { n, _ := proxy.counts(); return n == 2 })
+	for i, tab := range tabs {
+		answer := fmt.Sprintf("the answer in chat %d", i+1)
+		u.fake.Push(llmtest.Turn{Text: answer})
+		tab.typeInto("#composer-input", fmt.Sprintf("hello from tab %d\r", i+1))
+		tab.waitAnyText("the answer arrives in its tab", answerText, answer)
+		tab.waitStatus("waiting")
+	}
+	// Every tab still follows its chat: a message sent elsewhere shows.
+	for i, id := range chats {
+		u.fake.Push(llmtest.Turn{Text: fmt.Sprintf("the second answer in chat %d", i+1)})
+		if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"content": "again"}`); code != http.StatusAccepted {
+			t.Fatalf("post a message: %d %s", code, body)
+		}
+		tabs[i].waitAnyText("the answer to a message sent elsewhere arrives", answerText, fmt.Sprintf("the second answer in chat %d", i+1))
+	}
+	if open, most := proxy.counts(); open != 2 {
+		t.Errorf("%d stream connections open (at most %d at once), want 2", open, most)
+	}
+	for i, tab := range tabs {
+		if n := tab.count(answerText); n != 2 {
+			t.Errorf("tab %d shows %d answers, want 2", i+1, n)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"fmt"
@@ -80,7 +80,8 @@ func TestBrowserTokensAndSources(t *testing.T) {
 	// Copy: the page may write the clipboard once granted.
 	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(admin.ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-			Permission: &cdpbrowser.PermissionDescriptor{Name: perm}, Setting: cdpbrowser.PermissionSettingGranted, Origin: u.url}); err != nil {
+			Permission: &cdpbrowser.PermissionDescriptor{Name: perm}, Setting: cdpbrowser.PermissionSettingGranted, Origin: u.url,
+			BrowserContextID: chromedp.FromContext(admin.ctx).BrowserContextID}); err != nil {
 			t.Fatalf("grant %s: %v", perm, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package browsertest
 
 import (
 	"encoding/json"
@@ -149,7 +149,8 @@ func TestBrowserApproval(t *testing.T) {
 }
 
 // TestBrowserInterruptAndRetry stops a run the model holds, then shows a
-// failed run's error and retries it.
+// failed run's error: a refused request (not retryable) offers no Retry, a
+// model that stays unavailable does, and Retry runs the chat again.
 func TestBrowserInterruptAndRetry(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -184,16 +185,32 @@ func TestBrowserInterruptAndRetry(t *testing.T) {
 	if kind := strings.TrimSpace(b.text("#chat-error .error-kind")); kind != c.LastError.Kind {
 		t.Errorf("the error's kind shows as %q, want the chat's %q", kind, c.LastError.Kind)
 	}
-	b.visible("#retry")
+	if c.LastError.Retryable {
+		t.Fatalf("the refused request's error is retryable: %+v", c.LastError)
+	}
+	if b.visibleCount("#retry") != 0 {
+		t.Error("Retry is offered for an error that is not retryable")
+	}
 	b.screenshot("error")
+
+	// Every attempt finds the model unavailable: retryable, Retry shows.
+	for range 4 {
+		u.fake.Push(llmtest.Turn{Status: http.StatusServiceUnavailable})
+	}
+	b.typeInto("#composer-input", "and once more?\r")
+	b.visible("#retry") // hidden until the new, retryable, error
+	b.waitStatus("error")
+	if c := u.getChat(t, id); c.LastError == nil || !c.LastError.Retryable {
+		t.Fatalf("the unavailable model's error is not retryable: %+v", c.LastError)
+	}
 
 	u.fake.Push(llmtest.Turn{Text: "the answer after the retry"})
 	b.click("#retry")
 	b.waitAnyText("the retried run answers", answerText, "the answer after the retry")
 	b.waitStatus("waiting")
 	b.do("wait for the error to go", chromedp.WaitNotVisible(chromedp.CSS("#chat-error")))
-	if n := len(u.fake.Requests()); n != 3 {
-		t.Errorf("the model got %d requests, want 3 (interrupted, failed, retried)", n)
+	if n := len(u.fake.Requests()); n != 7 {
+		t.Errorf("the model got %d requests, want 7 (interrupted, refused, four unavailable, retried)", n)
 	}
 	b.screenshot("retried")
 }

@@ -1,0 +1,271 @@
+// Package browsertest drives the web UI in headless Chromium against a
+// real "parley serve", built once for the package, whose only model is an
+// OpenAI-compatible fake. The tests need PARLEY_TEST_CHROMIUM (the
+// browser's path); without it they are skipped (in CI they fail).
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testutil/invariant"
+)
+
+var (
+	parleyBin  string   // the binary built by TestMain
+	buildFlags []string // -race when the tests run under -race
+)
+
+// deadline bounds every wait on the binary: start, exit, output.
+const deadline = 30 * time.Second
+
+func TestMain(m *testing.M) {
+	code := run(m)
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "parley-browser-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// Only the browser tests need the binary: without a browser they skip.
+	if os.Getenv("PARLEY_TEST_CHROMIUM") != "" {
+		parleyBin = filepath.Join(dir, "parley")
+		build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", parleyBin, "github.com/parleyhq/parley/cmd/parley")...)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+			return 1
+		}
+	}
+	defer stopChromium()
+	return m.Run()
+}
+
+// command prepares parley with args, run in dir, with the test's own
+// environment minus any PARLEY_* setting, plus env ("KEY=value").
+func command(dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PARLEY_") && !strings.HasPrefix(kv, "GORACE=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// A -race binary otherwise sleeps 1 s before exiting; a race it finds
+	// still makes it exit 66, which fails the test.
+	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// server is a running "parley serve".
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	url    string // http://ADDR from "parley listening on http://ADDR"
+	token  string // the admin token, if this start printed one
+	stdout *output
+	stderr *output
+	exited chan struct{} // closed when the process has ended
+}
+
+// output collects a process's output and signals each write, so a test can
+// wait for a line without polling.
+type output struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // a token after each write
+}
+
+func newOutput() *output { return &output{changed: make(chan struct{}, 1)} }
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case o.changed <- struct{}{}:
+	default:
+	}
+	return o.b.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// line returns the first complete line that starts with prefix.
+func (o *output) line(prefix string) (string, bool) {
+	for l := range strings.Lines(o.String()) {
+		if strings.HasPrefix(l, prefix) && strings.HasSuffix(l, "\n") {
+			return strings.TrimSuffix(l, "\n"), true
+		}
+	}
+	return "", false
+}
+
+// waitLine waits for a line starting with prefix until the process ends or
+// the deadline passes.
+func (o *output) waitLine(prefix string, exited <-chan struct{}) (string, bool) {
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	for {
+		if l, ok := o.line(prefix); ok {
+			return l, true
+		}
+		select {
+		case <-o.changed:
+		case <-exited:
+			return o.line(prefix)
+		case <-timeout.C:
+			return "", false
+		}
+	}
+}
+
+// startServe starts "parley serve --listen 127.0.0.1:0 args..." in dir and
+// waits until it prints its address. The process is killed at the end of
+// the test if it is still running.
+func startServe(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
+	s := startProcess(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	l, ok := s.stdout.waitLine("parley listening on http://", s.exited)
+	if !ok {
+		t.Fatalf("serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
+	}
+	s.url = strings.TrimPrefix(l, "parley listening on ")
+	if l, ok := s.stdout.line("admin token: "); ok {
+		s.token = strings.TrimPrefix(l, "admin token: ")
+	}
+	return s
+}
+
+// startProcess starts cmd with its output recorded; s.exited closes when
+// it ends.
+func startProcess(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
+	s := &server{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	return s
+}
+
+// stop sends SIGTERM and waits (within deadline) for the process to end,
+// returning its exit code.
+func (s *server) stop() int {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(deadline):
+		s.t.Fatalf("serve did not exit within %s\nstderr:\n%s", deadline, s.stderr)
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// checkHistories runs the history invariant over a SQLite database a
+// server left behind (none if it never created one).
+func checkHistories(t *testing.T, path string) {
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Errorf("open %s for the history check: %v", path, err)
+		return
+	}
+	defer st.Close()
+	invariant.Check(t, st)
+}
+
+// fakeKeyEnv is the variable that holds the fake model's API key.
+const fakeKeyEnv = "FAKE_OPENAI_KEY"
+
+// fakeModelConfig writes dir/parley.yaml, whose only model is the
+// OpenAI-compatible fake at fakeURL (its key in fakeKeyEnv), followed by
+// extra, and returns its path.
+func fakeModelConfig(t *testing.T, dir, fakeURL, extra string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`default_model: fake
+models:
+  - name: fake
+    provider: openai
+    model: gpt-test
+    base_url: %s
+    api_key_env: %s
+`, fakeURL, fakeKeyEnv) + extra
+	path := filepath.Join(dir, "parley.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// get sends GET url with the bearer token (none if "") and returns the
+// status and body.
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	return do(t, http.MethodGet, url, token, "")
+}
+
+// do sends a request with an optional JSON body and returns status and body.
+func do(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	c := &http.Client{Timeout: deadline}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	return resp.StatusCode, string(b)
+}
