@@ -21,12 +21,12 @@ import (
 
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testutil/invariant"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
-var (
-	parleyBin  string   // the binary built by TestMain
-	buildFlags []string // -race when the tests run under -race
-)
+// parleyBin is the binary TestMain found or built (with -race when the
+// tests run under it), shared with the other packages that start parley.
+var parleyBin string
 
 // deadline bounds every wait on the binary: start, exit, output.
 const deadline = 30 * time.Second
@@ -37,20 +37,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "parley-browser-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	// Only the browser tests need the binary: without a browser they skip.
 	if os.Getenv("PARLEY_TEST_CHROMIUM") != "" {
-		parleyBin = filepath.Join(dir, "parley")
-		build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", parleyBin, "github.com/parleyhq/parley/cmd/parley")...)
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		bin, err := parleybin.Path()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		parleyBin = bin
 	}
 	defer stopChromium()
 	return m.Run()

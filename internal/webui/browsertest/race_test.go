@@ -1,5 +1,0 @@
-//go:build race
-
-package browsertest
-
-func init() { buildFlags = append(buildFlags, "-race") }
