@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/testutil/poll"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/internal/tools/builtin"
 )
@@ -244,6 +245,7 @@ func (h recordHandler) waitRecord(t *testing.T, s string) string {
 	deadline := time.Now().Add(wait)
 	for {
 		h.mu.Lock()
+		var pause poll.Backoff
 		for _, r := range *h.recs {
 			if strings.Contains(r, s) {
 				h.mu.Unlock()
@@ -255,7 +257,7 @@ func (h recordHandler) waitRecord(t *testing.T, s string) string {
 		if time.Now().After(deadline) {
 			t.Fatalf("no log record contains %q; records: %q", s, recs)
 		}
-		time.Sleep(2 * time.Millisecond)
+		pause.Sleep()
 	}
 }
 

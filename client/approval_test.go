@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/testutil/poll"
 )
 
 // These tests run Decide and the runner's approvals against the real server
@@ -33,6 +34,7 @@ var approveBoth = []string{"current_time", "http_fetch"}
 func waitChat(t *testing.T, c *client.Client, id string, ok func(client.Chat) bool) client.Chat {
 	t.Helper()
 	deadline := time.Now().Add(wait)
+	var pause poll.Backoff
 	for {
 		ch, err := c.GetChat(context.Background(), id)
 		if err != nil {
@@ -44,7 +46,7 @@ func waitChat(t *testing.T, c *client.Client, id string, ok func(client.Chat) bo
 		if time.Now().After(deadline) {
 			t.Fatalf("chat %s is %s with required_action %+v", id, ch.Status, ch.RequiredAction)
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause.Sleep()
 	}
 }
 

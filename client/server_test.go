@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/llm"
 	"github.com/parleyhq/parley/internal/llm/echo"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
+	"github.com/parleyhq/parley/internal/testutil/poll"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 )
@@ -130,6 +131,7 @@ func (s *server) requestsTo(path string) []*http.Request {
 func waitStatus(t *testing.T, c *client.Client, id, want string) client.Chat {
 	t.Helper()
 	deadline := time.Now().Add(wait)
+	var pause poll.Backoff
 	for {
 		ch, err := c.GetChat(context.Background(), id)
 		if err != nil {
@@ -141,7 +143,7 @@ func waitStatus(t *testing.T, c *client.Client, id, want string) client.Chat {
 		if time.Now().After(deadline) {
 			t.Fatalf("chat %s is %s (last_error %+v), want %s", id, ch.Status, ch.LastError, want)
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause.Sleep()
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/poll"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/tools"
 	"github.com/parleyhq/parley/tool"
@@ -141,6 +142,7 @@ func (s *server) call(method, path string, body, out any) int {
 func (s *server) waitStatus(id string, want chat.Status) chat.Chat {
 	s.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	var pause poll.Backoff
 	for {
 		var c chat.Chat
 		if code := s.call("GET", "/api/v1/chats/"+id, nil, &c); code != 200 {
@@ -152,7 +154,7 @@ func (s *server) waitStatus(id string, want chat.Status) chat.Chat {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("chat %s is %s (last_error %+v), want %s", id, c.Status, c.LastError, want)
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause.Sleep()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/testutil/poll"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 	"github.com/parleyhq/parley/internal/webhook"
 )
@@ -88,6 +89,7 @@ func (e *env) deliveries(id string) []store.WebhookDelivery {
 func (e *env) waitDelivery(id string, what string, ok func(store.WebhookDelivery) bool) store.WebhookDelivery {
 	e.t.Helper()
 	deadline := time.Now().Add(waitFor)
+	var pause poll.Backoff
 	for {
 		ds := e.deliveries(id)
 		if len(ds) > 0 && ok(ds[len(ds)-1]) {
@@ -96,7 +98,7 @@ func (e *env) waitDelivery(id string, what string, ok func(store.WebhookDelivery
 		if time.Now().After(deadline) {
 			e.t.Fatalf("no delivery %s after %v: %+v", what, waitFor, ds)
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause.Sleep()
 	}
 }
 
