@@ -56,10 +56,14 @@ func TestProgName(t *testing.T) {
 	for arg0, want := range map[string]string{
 		"/tmp/go-build2381234567/b001/exe/parley": "go run ./cmd/parley",
 		"/var/tmp/go-build99/b001/exe/parley":     "go run ./cmd/parley",
-		"/usr/local/bin/parley":                   "parley",
-		"parley":                                  "parley",
-		"./parley":                                "parley",
-		"/home/me/exe/parley":                     "parley",
+		// go run's executable kept in the build cache, run from the second time on
+		"/root/.cache/go-build/37/37bedd1a98b607f04afd703d80340de6bd3f0c3cbca766758afee96d9c8fa668-d/parley":    "go run ./cmd/parley",
+		"/home/me/.cache/go-build/37/47bedd1a98b607f04afd703d80340de6bd3f0c3cbca766758afee96d9c8fa668-d/parley": "parley",
+		"/home/me/37/37bedd1a98b607f04afd703d80340de6bd3f0c3cbca766758afee96d9c8fa668/parley":                   "parley",
+		"/usr/local/bin/parley": "parley",
+		"parley":                "parley",
+		"./parley":              "parley",
+		"/home/me/exe/parley":   "parley",
 	} {
 		if got := progName(arg0); got != want {
 			t.Errorf("progName(%q) = %q, want %q", arg0, got, want)
