@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chatcli"
 	"github.com/parleyhq/parley/internal/config"
 )
 
@@ -65,10 +66,10 @@ func signInHint(a *app, url, path string, db *database) string {
 	}
 	cmd := a.prog + " token create --owner admin --link"
 	if a.flags.ConfigFile != "" {
-		cmd += " --config " + shellQuote(a.flags.ConfigFile)
+		cmd += " --config " + chatcli.ShellQuote(a.flags.ConfigFile)
 	}
 	if a.flags.DataDir != "" {
-		cmd += " --data-dir " + shellQuote(a.flags.DataDir)
+		cmd += " --data-dir " + chatcli.ShellQuote(a.flags.DataDir)
 	}
 	if a.flags.Database != "" {
 		cmd += " --database …"

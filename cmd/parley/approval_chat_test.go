@@ -354,7 +354,10 @@ func (f *approvalFake) stepDone(fc *fakeChat) {
 		parts = append(parts, res)
 		var s string
 		if json.Unmarshal(res.Output, &s) != nil {
-			s = compactJSON(res.Output)
+			var v any
+			_ = json.Unmarshal(res.Output, &v)
+			b, _ := json.Marshal(v)
+			s = string(b)
 		}
 		if res.IsError {
 			answer = append(answer, fmt.Sprintf("tool %s failed: %s", c.ToolName, s))

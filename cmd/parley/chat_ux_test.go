@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/chatcli"
 )
 
 // newChatID matches the id a session prints when it creates a chat.
@@ -170,7 +171,11 @@ func TestChatCallsMoveOn(t *testing.T) {
 		p.waitFor(p.stderr, `tool call get_weather {"city":"Paris"}`+"\nresult (JSON, text, or !error TEXT; by ")
 		p.waitFor(p.stderr, " left)> ")
 		ra := s.pendingAction(t, id)
-		when, _, _ := strings.Cut(deadlineText(ra.Deadline, time.Now()), ",")
+		local := ra.Deadline.Local()
+		when := local.Format("15:04:05")
+		if local.YearDay() != time.Now().YearDay() { // the prompt adds the date
+			when = local.Format("Jan 2 15:04:05")
+		}
 		m := regexp.MustCompile(`; by (.+), (\S+) left\)> `).FindStringSubmatch(p.stderr.String())
 		if m == nil || m[1] != when {
 			t.Fatalf("the prompt does not show the deadline %s (%s local):\n%s", ra.Deadline, when, p.stderr)
@@ -280,7 +285,7 @@ func TestChatSessionHints(t *testing.T) {
 	if r.code != 0 || r.stdout != "echo: hi\n" || m == nil {
 		t.Fatalf("chat --data-dir: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.url + " --data-dir " + shellQuote(dataDir) + "\n"; !strings.HasSuffix(r.stderr, want) {
+	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.url + " --data-dir " + chatcli.ShellQuote(dataDir) + "\n"; !strings.HasSuffix(r.stderr, want) {
 		t.Errorf("stderr does not end with %q:\n%s", want, r.stderr)
 	}
 
@@ -335,51 +340,9 @@ func TestChatServerAddress(t *testing.T) {
 	}
 }
 
-// TestChatStatusLine: on a terminal the status line shows a spinner and its
-// label, and anything written through the session's writers erases it
-// first; off a terminal it writes nothing.
-func TestChatStatusLine(t *testing.T) {
-	var term bytes.Buffer
-	l := newStatusLine(&term, true)
-	out := clearing{l, &term}
-	l.start("the model is working")
-	l.clear()
-	l.clear() // nothing more: it no longer shows
-	l.start("waiting for the model")
-	fmt.Fprint(out, "echo")
-	if got, want := term.String(), "\r⠋ the model is working…\r\033[K\r⠋ waiting for the model…\r\033[Kecho"; got != want {
-		t.Errorf("terminal %q, want %q", got, want)
-	}
-
-	var plain bytes.Buffer
-	l = newStatusLine(&plain, false)
-	l.start("the model is working")
-	fmt.Fprint(clearing{l, &plain}, "echo")
-	l.clear()
-	if plain.String() != "echo" {
-		t.Errorf("not a terminal: %q, want only the output", plain.String())
-	}
-	if isTerminal(&plain) {
+// TestIsTerminal: a buffer is not a terminal.
+func TestIsTerminal(t *testing.T) {
+	if isTerminal(&bytes.Buffer{}) {
 		t.Error("a buffer is not a terminal")
-	}
-}
-
-// TestChatDeadlineText: a deadline is shown as a local time (with the date
-// when it is not today) and how long is left.
-func TestChatDeadlineText(t *testing.T) {
-	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.Local)
-	for _, c := range []struct {
-		deadline time.Time
-		want     string
-	}{
-		{now.Add(10 * time.Minute), "10:10:00, 10m0s left"},
-		{now.Add(90*time.Second + 400*time.Millisecond), "10:01:30, 1m30s left"},
-		{now.Add(-time.Second), "09:59:59, passed"},
-		{now.Add(24 * time.Hour), "Mar 5 10:00:00, 24h0m0s left"},
-		{now.Add(time.Hour).UTC(), "11:00:00, 1h0m0s left"},
-	} {
-		if got := deadlineText(c.deadline, now); got != c.want {
-			t.Errorf("deadlineText(%s) = %q, want %q", c.deadline, got, c.want)
-		}
 	}
 }
