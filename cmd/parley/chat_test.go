@@ -79,6 +79,24 @@ func (p *chatProc) waitFor(o *output, s string) {
 	}
 }
 
+// waitCount waits until o holds s n times.
+func (p *chatProc) waitCount(o *output, s string, n int) {
+	p.t.Helper()
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	for strings.Count(o.String(), s) < n {
+		select {
+		case <-o.changed:
+		case <-p.exited:
+			if strings.Count(o.String(), s) < n {
+				p.t.Fatalf("chat exited without printing %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
+			}
+		case <-timeout.C:
+			p.t.Fatalf("chat did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
+		}
+	}
+}
+
 // wait closes stdin and waits for the exit code.
 func (p *chatProc) wait() int {
 	p.t.Helper()
@@ -136,6 +154,7 @@ func TestChatCommand(t *testing.T) {
 		{"unknown chat", []string{"chat", "--url", s.url, "--token", s.token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
 		{"tool with chat", []string{"chat", "--token", "t", "--chat", "x", "--tool", "a=" + schema, "hi"}, 2, "--tool"},
 		{"tool without file", []string{"chat", "--token", "t", "--tool", "get_weather", "hi"}, 2, "NAME=FILE"},
+		{"approve with chat", []string{"chat", "--token", "t", "--chat", "x", "--approve", "a_*", "hi"}, 2, "--approve"},
 		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 1, "nope.json"},
 		{"tool schema refused", []string{"chat", "--url", s.url, "--token", s.token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
 	}
