@@ -19,11 +19,13 @@ import (
 	"github.com/parleyhq/parley/internal/pubsub/memory"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/internal/tools/builtin"
 )
 
 // server is a parley in the test's process, as serve runs it with the
 // default configuration changed by edit: the API and the engine with the
-// configured models (their keys from env), on SQLite and the memory
+// configured models (their keys from env) and the built-in tools, on SQLite and the memory
 // pubsub. Once the test ends, every chat's history is checked
 // (sqlitetest.Open).
 type server struct {
@@ -46,14 +48,20 @@ func newServer(t *testing.T, env map[string]string, edit func(*config.Config)) *
 	}
 	st := sqlitetest.Open(t, t.TempDir())
 	ps := memory.New()
-	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Logger: log})
+	reg := tools.NewRegistry(log) // the built-in tools, as serve has them
+	for _, tl := range builtin.Tools(builtin.Options{}) {
+		if err := reg.AddTool(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := api.New(api.Deps{Config: &cfg, Store: st, PubSub: ps, Logger: log, Tools: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ec := engine.DefaultConfig()
 	ec.PollInterval, ec.Heartbeat, ec.DeltaFlush = 50*time.Millisecond, 100*time.Millisecond, time.Millisecond
 	ec.Files = st
-	eng := engine.New(ec, st, ps, models, nil, log)
+	eng := engine.New(ec, st, ps, models, tools.NewDispatcher(reg, tools.Options{}, log), log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = eng.Run(ctx) }()
