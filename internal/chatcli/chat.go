@@ -49,7 +49,7 @@ type Options struct {
 	// AdminTokenFile returns, when neither --token nor PARLEY_TOKEN gives a
 	// token, the path of the file that holds the admin token, and the
 	// flags that chose it (" --config X --data-dir Y", shell-quoted) for
-	// the command that continues the chat.
+	// the command that continues the chat. nil: there is none.
 	AdminTokenFile func() (path, flags string, err error)
 }
 
@@ -65,6 +65,9 @@ func serverAccess(o Options) (url, token, tokenFile, fileFlags string, err error
 	token = first(o.Token, o.Getenv("PARLEY_TOKEN"))
 	if token != "" {
 		return url, token, "", "", nil
+	}
+	if o.AdminTokenFile == nil {
+		return "", "", "", "", errors.New("no token: pass --token or set PARLEY_TOKEN")
 	}
 	path, fileFlags, err := o.AdminTokenFile()
 	if err != nil {

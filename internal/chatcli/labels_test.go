@@ -92,3 +92,13 @@ func TestChatStatusLine(t *testing.T) {
 		t.Errorf("not a terminal: %q, want only the output", plain.String())
 	}
 }
+
+// TestNoToken: a session given no token, and no admin token file to read
+// one from, says so before it calls the server.
+func TestNoToken(t *testing.T) {
+	var out bytes.Buffer
+	err := Run(t.Context(), Options{URL: "http://127.0.0.1:1", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}, []string{"hi"})
+	if err == nil || err.Error() != "no token: pass --token or set PARLEY_TOKEN" || out.Len() != 0 {
+		t.Fatalf("Run: %v, output %q", err, out.String())
+	}
+}
