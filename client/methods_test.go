@@ -42,7 +42,9 @@ func TestModelsAndTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []client.Model{{Name: "echo", Provider: "echo", Model: "echo", Default: true}, {Name: "ghost", Provider: "echo", Model: "echo"}}; !reflect.DeepEqual(models, want) {
+	window := int64(100_000)
+	if want := []client.Model{{Name: "echo", Provider: "echo", Model: "echo", Default: true, Inputs: []string{"text", "image", "pdf"}, ContextWindow: &window},
+		{Name: "ghost", Provider: "echo", Model: "echo", Inputs: []string{"text", "image", "pdf"}}}; !reflect.DeepEqual(models, want) {
 		t.Errorf("models %+v, want %+v", models, want)
 	}
 	tools, err := c.Tools(ctx)

@@ -238,6 +238,12 @@ type Model struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	Default  bool   `json:"default"`
+	// Inputs are the kinds of content the model takes: "text", "image",
+	// "pdf".
+	Inputs []string `json:"inputs"`
+	// ContextWindow is the model's context window in tokens; nil when the
+	// server does not know it.
+	ContextWindow *int64 `json:"context_window"`
 }
 
 // Approval policies of server-side tools (Tool.Approval).

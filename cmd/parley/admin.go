@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chatcli"
 	"github.com/parleyhq/parley/internal/config"
 )
 
@@ -26,8 +27,8 @@ const adminTokenRecord = "admin.token.database"
 // yet, saves its token to <data-dir>/admin.token (mode 0600), records which
 // database it belongs to in admin.token.database, and prints it once, with
 // a link that signs the web UI at url in with it. On a database that has
-// owners it does nothing. It refuses, before creating the admin, to replace
-// an admin.token of another database.
+// owners it prints how to sign in instead (see signInHint). It refuses,
+// before creating the admin, to replace an admin.token of another database.
 func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *database, url string) error {
 	path := filepath.Join(cfg.DataDir, adminTokenFile)
 	record := filepath.Join(cfg.DataDir, adminTokenRecord)
@@ -35,8 +36,12 @@ func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *databas
 		return err
 	}
 	plain, created, err := auth.Bootstrap(ctx, db)
-	if err != nil || !created {
+	if err != nil {
 		return err
+	}
+	if !created {
+		fmt.Fprintln(a.stdout, signInHint(a, url, path, db))
+		return nil
 	}
 	saved := "also saved to " + path + ", mode 0600"
 	if err := saveAdminToken(path, record, plain, db.identity()); err != nil {
@@ -48,6 +53,28 @@ func bootstrapAdmin(ctx context.Context, a *app, cfg *config.Config, db *databas
 	fmt.Fprintf(a.stdout, "admin token: %s\n  (created owner %q; the token is shown only this once; %s)\n", plain, auth.AdminOwner, saved)
 	fmt.Fprintf(a.stdout, "web UI: %s\n", signInLink(url, plain))
 	return nil
+}
+
+// signInHint says, on a start that created no admin, how to sign in to the
+// web UI at url, never with the token itself: with the admin token of path
+// when that file holds this database's, else with a token "token create"
+// makes (with the flags this serve was given that choose the database; a
+// --database URL only as "…", it may hold a password).
+func signInHint(a *app, url, path string, db *database) string {
+	if tok, err := os.ReadFile(path); err == nil && recordedDatabase(filepath.Join(filepath.Dir(path), adminTokenRecord), strings.TrimSpace(string(tok))) == db.identity() {
+		return fmt.Sprintf("sign in: open %s and paste the admin token from %s", url, path)
+	}
+	cmd := a.prog + " token create --owner admin --link"
+	if a.flags.ConfigFile != "" {
+		cmd += " --config " + chatcli.ShellQuote(a.flags.ConfigFile)
+	}
+	if a.flags.DataDir != "" {
+		cmd += " --data-dir " + chatcli.ShellQuote(a.flags.DataDir)
+	}
+	if a.flags.Database != "" {
+		cmd += " --database …"
+	}
+	return fmt.Sprintf("sign in: open %s and paste an API token; %s makes one and prints a sign-in link", url, cmd)
 }
 
 // checkTokenFile fails when an admin would be created (db has no owner)

@@ -1,46 +1,27 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/chatcli"
 )
 
-// defaultURL is the server "parley chat" talks to without --url or PARLEY_URL.
-const defaultURL = "http://127.0.0.1:8080"
-
-// chatFlags are the settings of "parley chat".
-type chatFlags struct {
-	url, token   string
-	chatID       string
-	tools        []string // NAME=FILE[:DESCRIPTION]
-	serverTools  []string // --tools globs; nil: not given
-	approve      []string // --approve globs
-	files        []string // --file paths
-	model        string
-	systemPrompt string
-	toolTimeout  time.Duration
-
-	urlGiven, tokenGiven bool // --url, --token on the command line
-}
-
+// newChatCmd is "parley chat": its flags and help; the session is
+// chatcli's.
 func newChatCmd(a *app) *cobra.Command {
-	var f chatFlags
+	var (
+		f     chatcli.Options
+		tools []string // --tool NAME=FILE[:DESCRIPTION]
+	)
 	cmd := &cobra.Command{
 		Use:   "chat [MESSAGE]",
 		Short: "Chat with a model on a parley server, from the terminal",
@@ -124,7 +105,7 @@ arguments) and asks "approve? [y/n/e(dit)]":
 Try it with no provider key on the built-in echo model: the message
 '/call get_weather {"city": "Paris"}' makes it call get_weather.
 
-The server is --url (env PARLEY_URL; default ` + defaultURL + `; without a
+The server is --url (env PARLEY_URL; default ` + chatcli.DefaultURL + `; without a
 scheme, like 127.0.0.1:8080, http:// is assumed); the token is
 --token (env PARLEY_TOKEN), else the admin token saved in
 <data-dir>/admin.token by "parley serve". Calls and prompts go to stderr,
@@ -150,41 +131,45 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
   parley chat --approve http_fetch "What is on https://example.com?"`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if f.chatID != "" && len(f.tools) > 0 {
+			if f.ChatID != "" && len(tools) > 0 {
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--tool declares tools of a new chat; it does not go with --chat")}
 			}
 			if cmd.Flags().Changed("tools") {
-				if f.chatID != "" {
+				if f.ChatID != "" {
 					return &usageError{cmd: cmd.CommandPath(), err: errors.New("--tools selects the server-side tools of a new chat; it does not go with --chat")}
 				}
-				if f.serverTools == nil {
-					f.serverTools = []string{} // --tools '': none
+				if f.ServerTools == nil {
+					f.ServerTools = []string{} // --tools '': none
 				}
 			}
-			if f.chatID != "" && len(f.approve) > 0 {
+			if f.ChatID != "" && len(f.Approve) > 0 {
 				return &usageError{cmd: cmd.CommandPath(), err: errors.New("--approve selects the tools a new chat asks approval of; it does not go with --chat")}
 			}
-			f.urlGiven, f.tokenGiven = cmd.Flags().Changed("url"), cmd.Flags().Changed("token")
-			tools, err := parseTools(cmd.CommandPath(), f.tools)
-			if err != nil {
+			f.URLGiven, f.TokenGiven = cmd.Flags().Changed("url"), cmd.Flags().Changed("token")
+			var err error
+			if f.Tools, err = parseTools(cmd.CommandPath(), tools); err != nil {
 				return err
 			}
+			f.Stdin, f.Stdout, f.Stderr = os.Stdin, a.stdout, a.stderr
+			f.Terminal = isTerminal(a.stdout) && isTerminal(a.stderr)
+			f.Getenv, f.Prog = a.getenv, a.prog
+			f.AdminTokenFile = func() (string, string, error) { return adminTokenOf(a) }
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			return runChat(ctx, a, f, tools, argv)
+			return chatcli.Run(ctx, f, argv)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "url", "", "server `URL` (env PARLEY_URL; default "+defaultURL+")")
-	fl.StringVar(&f.token, "token", "", "API `token` (env PARLEY_TOKEN; default: <data-dir>/admin.token)")
-	fl.StringVar(&f.chatID, "chat", "", "continue the chat with this `id`")
-	fl.StringArrayVar(&f.tools, "tool", nil, "declare a dynamic tool that you answer: `NAME=FILE[:DESCRIPTION]`, FILE holding its JSON Schema (repeatable)")
-	fl.StringSliceVar(&f.serverTools, "tools", nil, "offer a new chat's model only the server-side tools these `globs` match (comma-separated, repeatable; '' for none; default: every one)")
-	fl.StringSliceVar(&f.approve, "approve", nil, "ask your approval of each call of the server-side tools these `globs` match, besides those the server requires it of (comma-separated, repeatable; new chats)")
-	fl.StringArrayVar(&f.files, "file", nil, "attach the file at `PATH` to the first message sent: an image, a PDF, a text, Markdown, JSON or CSV file (repeatable)")
-	fl.StringVar(&f.model, "model", "", "`model` of a new chat (default: the server's default)")
-	fl.StringVar(&f.systemPrompt, "system", "", "system `prompt` of a new chat")
-	fl.DurationVar(&f.toolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
+	fl.StringVar(&f.URL, "url", "", "server `URL` (env PARLEY_URL; default "+chatcli.DefaultURL+")")
+	fl.StringVar(&f.Token, "token", "", "API `token` (env PARLEY_TOKEN; default: <data-dir>/admin.token)")
+	fl.StringVar(&f.ChatID, "chat", "", "continue the chat with this `id`")
+	fl.StringArrayVar(&tools, "tool", nil, "declare a dynamic tool that you answer: `NAME=FILE[:DESCRIPTION]`, FILE holding its JSON Schema (repeatable)")
+	fl.StringSliceVar(&f.ServerTools, "tools", nil, "offer a new chat's model only the server-side tools these `globs` match (comma-separated, repeatable; '' for none; default: every one)")
+	fl.StringSliceVar(&f.Approve, "approve", nil, "ask your approval of each call of the server-side tools these `globs` match, besides those the server requires it of (comma-separated, repeatable; new chats)")
+	fl.StringArrayVar(&f.Files, "file", nil, "attach the file at `PATH` to the first message sent: an image, a PDF, a text, Markdown, JSON or CSV file (repeatable)")
+	fl.StringVar(&f.Model, "model", "", "`model` of a new chat (default: the server's default)")
+	fl.StringVar(&f.SystemPrompt, "system", "", "system `prompt` of a new chat")
+	fl.DurationVar(&f.ToolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
 	return cmd
 }
 
@@ -214,224 +199,19 @@ func parseTools(cmdPath string, specs []string) ([]client.DynamicTool, error) {
 	return tools, nil
 }
 
-// serverAccess resolves the server's URL and the token: flags, then the
-// environment, then the defaults (the admin token file of the data dir).
-// tokenFile is the file the token was read from, "" when it was given.
-func serverAccess(a *app, f chatFlags) (url, token, tokenFile string, err error) {
-	url, err = serverURL(f, a.getenv("PARLEY_URL"))
-	if err != nil {
-		return "", "", "", err
-	}
-	token = first(f.token, a.getenv("PARLEY_TOKEN"))
-	if token != "" {
-		return url, token, "", nil
-	}
+// adminTokenOf is the admin token file of the configuration's data dir, for
+// a chat given no token, and the flags that chose that configuration, for
+// the command that continues the chat.
+func adminTokenOf(a *app) (path, flags string, err error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		return "", "", "", err
+		return "", "", err
 	}
-	path := filepath.Join(cfg.DataDir, adminTokenFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", "", "", fmt.Errorf("no token: pass --token, set PARLEY_TOKEN, or run where the server's data dir is (%w)", err)
+	if a.flags.ConfigFile != "" {
+		flags += " --config " + chatcli.ShellQuote(a.flags.ConfigFile)
 	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
+	if a.flags.DataDir != "" {
+		flags += " --data-dir " + chatcli.ShellQuote(a.flags.DataDir)
 	}
-	return url, strings.TrimSpace(string(b)), path, nil
+	return filepath.Join(cfg.DataDir, adminTokenFile), flags, nil
 }
-
-// explainUnauthorized says, when the server refused the token (401), which
-// token it was (its file, or the flag or variable that gave it: never the
-// token) and how to give another.
-func explainUnauthorized(err error, f chatFlags, tokenFile string) error {
-	var ae *client.APIError
-	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnauthorized {
-		return err
-	}
-	from := "the token of PARLEY_TOKEN"
-	switch {
-	case tokenFile != "":
-		from = "the token read from " + tokenFile
-	case f.tokenGiven:
-		from = "the token of --token"
-	}
-	return fmt.Errorf("%w\nthe server refused %s: pass another with --token (or PARLEY_TOKEN), or point --data-dir at the data dir of the server you talk to", err, from)
-}
-
-// serverURL is the server's URL: --url, else env (PARLEY_URL), else the
-// default. An address without a scheme (127.0.0.1:8080, localhost:8080) is
-// taken as http://; a scheme other than http or https is an error that says
-// what to write.
-func serverURL(f chatFlags, env string) (string, error) {
-	raw, from := f.url, "--url"
-	if raw == "" {
-		raw, from = env, "PARLEY_URL"
-	}
-	if raw == "" {
-		return defaultURL, nil
-	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := neturl.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: want the server's address, like %s or https://parley.example.com", from, first(f.url, env), defaultURL)
-	}
-	return strings.TrimRight(raw, "/"), nil
-}
-
-// first returns the first non-empty value.
-func first(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// explainConnError says what to check when the server cannot be reached.
-func explainConnError(err error, url string) error {
-	var dns *net.DNSError
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("nothing answers at %s (connection refused): is \"parley serve\" running at that address? Start it, or point --url (or PARLEY_URL) at the server", url)
-	case errors.As(err, &dns):
-		return fmt.Errorf("cannot find the host of %s (%v): check --url (or PARLEY_URL)", url, dns)
-	}
-	return err
-}
-
-// continueFlags are the flags that reached the server, for the command that
-// continues the chat: --url if given, the data dir or the configuration the
-// token was read from, and "--token …" (never the token) if given.
-func continueFlags(a *app, f chatFlags, url string, fromDataDir bool) string {
-	var b strings.Builder
-	if f.urlGiven {
-		b.WriteString(" --url " + shellQuote(url))
-	}
-	if fromDataDir {
-		if a.flags.ConfigFile != "" {
-			b.WriteString(" --config " + shellQuote(a.flags.ConfigFile))
-		}
-		if a.flags.DataDir != "" {
-			b.WriteString(" --data-dir " + shellQuote(a.flags.DataDir))
-		}
-	}
-	if f.tokenGiven {
-		b.WriteString(" --token …")
-	}
-	return b.String()
-}
-
-// shellQuote quotes s for a POSIX shell, unless it needs no quoting.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// runChat runs the session: the first message (argv, or asked for), then
-// more when interactive.
-func runChat(ctx context.Context, a *app, f chatFlags, tools []client.DynamicTool, argv []string) (err error) {
-	url, token, tokenFile, err := serverAccess(a, f)
-	if err != nil {
-		return err
-	}
-	work := newStatusLine(a.stderr, isTerminal(a.stdout) && isTerminal(a.stderr))
-	s := &chatSession{
-		c:        client.New(url, token),
-		out:      clearing{work, a.stdout},
-		info:     clearing{work, a.stderr},
-		work:     work,
-		in:       newLineReader(os.Stdin),
-		quit:     make(chan struct{}),
-		printed:  map[int64]bool{},
-		streamed: map[int64]bool{},
-		asked:    map[string]bool{},
-		answered: map[string]bool{},
-	}
-	defer func() {
-		work.clear()
-		close(s.quit)
-		if s.stream != nil {
-			s.stream.Close()
-		}
-		if s.chatID != "" {
-			fmt.Fprintf(s.info, "continue it with: %s chat --chat %s%s\n", a.prog, s.chatID, continueFlags(a, f, url, tokenFile != ""))
-		}
-		if err != nil {
-			err = explainUnauthorized(explainConnError(err, url), f, tokenFile)
-		}
-	}()
-	for _, path := range f.files {
-		if err = s.attach(ctx, path); err != nil {
-			return err
-		}
-	}
-	interactive := len(argv) == 0
-	if f.chatID != "" {
-		if err = s.open(ctx, f.chatID); err != nil {
-			return s.stopped(ctx, err)
-		}
-	}
-	msg := ""
-	if !interactive {
-		msg = argv[0]
-	} else {
-		fmt.Fprintln(s.info, `(type a message and press Enter; "/help" lists the commands; "/exit" or Ctrl-D ends the session)`)
-		if msg, err = s.prompt(ctx); err != nil {
-			return s.endOfInput(err)
-		}
-	}
-
-	for {
-		// The first message creates the chat, unless it is continued.
-		if s.chatID == "" {
-			err = s.create(ctx, client.CreateChatRequest{Model: f.model, SystemPrompt: f.systemPrompt,
-				DynamicTools: tools, Tools: f.serverTools, Approve: f.approve, ToolResultTimeout: f.toolTimeout, Message: content(msg, s.files)})
-		} else {
-			err = s.post(ctx, msg)
-		}
-		if !interactive || !s.refusedFiles(err) {
-			if err != nil {
-				break
-			}
-			if err = s.turn(ctx, false); !interactive {
-				break
-			}
-			if err = s.goOn(err, ""); err != nil {
-				break
-			}
-		}
-		if msg, err = s.prompt(ctx); err != nil {
-			return s.endOfInput(err) // the chat is idle: nothing to interrupt
-		}
-	}
-	return s.stopped(ctx, err)
-}
-
-// stopped ends a session that err stopped: after Ctrl-C, the chat's run is
-// interrupted.
-func (s *chatSession) stopped(ctx context.Context, err error) error {
-	if ctx.Err() != nil && s.chatID != "" {
-		s.interrupt()
-		return errors.New("interrupted")
-	}
-	return err
-}
-
-// endOfInput ends an interactive session at its prompt: the end of input,
-// "/exit" and Ctrl-C end it without an error, unless the chat's last turn
-// failed (and was not tried again with success): that is the error.
-func (s *chatSession) endOfInput(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, errExit) || errors.Is(err, context.Canceled) {
-		return s.failed
-	}
-	return err
-}
-
-// errExit is the interactive "/exit".
-var errExit = errors.New("exit")

@@ -79,6 +79,24 @@ func (p *chatProc) waitFor(o *output, s string) {
 	}
 }
 
+// waitCount waits until o holds s n times.
+func (p *chatProc) waitCount(o *output, s string, n int) {
+	p.t.Helper()
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	for strings.Count(o.String(), s) < n {
+		select {
+		case <-o.changed:
+		case <-p.exited:
+			if strings.Count(o.String(), s) < n {
+				p.t.Fatalf("chat exited without printing %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
+			}
+		case <-timeout.C:
+			p.t.Fatalf("chat did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
+		}
+	}
+}
+
 // wait closes stdin and waits for the exit code.
 func (p *chatProc) wait() int {
 	p.t.Helper()
@@ -136,6 +154,7 @@ func TestChatCommand(t *testing.T) {
 		{"unknown chat", []string{"chat", "--url", s.url, "--token", s.token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
 		{"tool with chat", []string{"chat", "--token", "t", "--chat", "x", "--tool", "a=" + schema, "hi"}, 2, "--tool"},
 		{"tool without file", []string{"chat", "--token", "t", "--tool", "get_weather", "hi"}, 2, "NAME=FILE"},
+		{"approve with chat", []string{"chat", "--token", "t", "--chat", "x", "--approve", "a_*", "hi"}, 2, "--approve"},
 		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 1, "nope.json"},
 		{"tool schema refused", []string{"chat", "--url", s.url, "--token", s.token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
 	}
@@ -203,84 +222,5 @@ func TestChatServerToolSelection(t *testing.T) {
 		if r.code != f.code || !strings.Contains(r.stderr, f.want) || r.stdout != "" {
 			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want it to mention %q)", f.name, r.code, f.code, r.stdout, r.stderr, f.want)
 		}
-	}
-}
-
-// TestChatHumanTool: an interactive session with a dynamic tool answered by
-// the person at the terminal: the call is shown, the typed result goes to
-// the model, and its answer mentions it; an "!error" result and plain text
-// too.
-func TestChatHumanTool(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	s := startServe(t, dir, nil)
-	schema := filepath.Join(dir, "weather.json")
-	if err := os.WriteFile(schema, []byte(weatherSchema), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--tool", "get_weather="+schema+":Current weather for a city")
-
-	p.send(`/call get_weather {"city": "Paris"}`)
-	p.waitFor(p.stderr, `tool call get_weather {"city":"Paris"}`)
-	p.send(`{"temp_c": 21, "sky": "clear"}`)
-	p.waitFor(p.stdout, `tool get_weather returned {"temp_c":21,"sky":"clear"}`)
-
-	p.send(`/call get_weather {"city": "Oslo"}`)
-	p.waitFor(p.stderr, `tool call get_weather {"city":"Oslo"}`)
-	p.send(`!error the station is offline`)
-	p.waitFor(p.stdout, "tool get_weather failed: the station is offline")
-
-	p.send(`/call get_weather {"city": "Rome"}`)
-	p.waitFor(p.stderr, `tool call get_weather {"city":"Rome"}`)
-	p.send(`sunny, 30 degrees`)
-	p.waitFor(p.stdout, "tool get_weather returned sunny, 30 degrees")
-
-	p.send("thanks")
-	p.waitFor(p.stdout, "echo: thanks")
-	if code := p.wait(); code != 0 {
-		t.Fatalf("chat exited %d at the end of input\nstderr:\n%s", code, p.stderr)
-	}
-	want := "tool get_weather returned {\"temp_c\":21,\"sky\":\"clear\"}\n" +
-		"tool get_weather failed: the station is offline\n" +
-		"tool get_weather returned sunny, 30 degrees\n" +
-		"echo: thanks\n"
-	if got := p.stdout.String(); got != want {
-		t.Errorf("stdout\n%s\nwant\n%s", got, want)
-	}
-
-	// The chat declared the tool with its description, and holds each
-	// result once.
-	m := chatIDLine.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no chat id in stderr:\n%s", p.stderr)
-	}
-	code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token)
-	if code != 200 || !strings.Contains(body, `"description":"Current weather for a city"`) {
-		t.Errorf("chat: %d %s", code, body)
-	}
-	code, body = get(t, s.url+"/api/v1/chats/"+m[1]+"/messages", s.token)
-	if code != 200 || strings.Count(body, `"type":"tool-result"`) != 3 || strings.Count(body, `"is_error":true`) != 1 {
-		t.Errorf("messages: %d %s", code, body)
-	}
-}
-
-// TestChatToolEndOfInput: input that ends while a call waits for its result
-// is an error, and the chat keeps waiting.
-func TestChatToolEndOfInput(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	s := startServe(t, dir, nil)
-	schema := filepath.Join(dir, "weather.json")
-	if err := os.WriteFile(schema, []byte(weatherSchema), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--tool", "get_weather="+schema, `/call get_weather {"city":"Lima"}`)
-	p.waitFor(p.stderr, `tool call get_weather {"city":"Lima"}`)
-	if code := p.wait(); code != 1 || !strings.Contains(p.stderr.String(), "end of input while tool call") {
-		t.Fatalf("exit %d, stderr:\n%s", code, p.stderr)
-	}
-	code, body := get(t, s.url+"/api/v1/chats?status=requires_action", s.token)
-	if code != 200 || !strings.Contains(body, `"tool_name":"get_weather"`) {
-		t.Errorf("the chat should still wait for the result: %d %s", code, body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -20,15 +21,25 @@ func main() {
 }
 
 // progName is how the person started parley, for the commands it suggests:
-// "go run ./cmd/parley" when arg0 is a binary go run built (in a go-build
-// directory of the temporary directory), else "parley".
+// "go run ./cmd/parley" when arg0 is a binary go run built, else "parley".
+// go run builds into a go-build directory of the temporary directory
+// (…/go-build123/b001/exe/parley), and from then on runs the executable it
+// keeps in the build cache (…/go-build/3a/3a…64 hex digits…-d/parley).
 func progName(arg0 string) string {
 	dir := filepath.Dir(arg0)
 	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
 		return "go run ./cmd/parley"
 	}
+	if m := cachedExe.FindStringSubmatch(filepath.ToSlash(dir)); m != nil && strings.HasPrefix(m[2], m[1]) {
+		return "go run ./cmd/parley"
+	}
 	return "parley"
 }
+
+// cachedExe matches the directory of an executable in the build cache: a
+// subdirectory named by the first byte of the entry's hash, then the hash
+// and "-d".
+var cachedExe = regexp.MustCompile(`/([0-9a-f]{2})/([0-9a-f]{64})-d$`)
 
 // run executes the command line argv (the program, then its arguments) and
 // returns the process exit code: 0 on success, 2 for a usage error, 1 for

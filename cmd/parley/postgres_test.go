@@ -35,6 +35,11 @@ func TestServePostgres(t *testing.T) {
 	if b.token != "" {
 		t.Error("the second replica created another admin token")
 	}
+	// With no admin.token of its own, it says how to make a token.
+	if want := "sign in: open " + b.url + " and paste an API token; parley token create --owner admin --link --data-dir " +
+		filepath.Join(dir, "b") + " --database … makes one and prints a sign-in link\n"; !strings.HasPrefix(b.stdout.String(), want) {
+		t.Errorf("the second replica's stdout:\n%s\nwant it to start with:\n%s", b.stdout, want)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "b", "admin.token")); !os.IsNotExist(err) {
 		t.Errorf("the second replica wrote an admin.token (stat: %v)", err)
 	}

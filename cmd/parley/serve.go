@@ -35,7 +35,10 @@ migrations and, on a database with no owner at all, creates the owner
 (mode 0600), unless that file holds the token of another database: then it
 stops and says so. With the token it prints a link that opens the web UI
 signed in ("web UI: http://ADDR/#token=TOKEN"; the token is in the URL
-fragment, which the browser does not send to the server). It then prints the
+fragment, which the browser does not send to the server). A later start
+never prints the token: it prints how to sign in instead ("sign in: ..."),
+naming <data-dir>/admin.token when that file holds this database's admin
+token, else the "parley token create" command that makes one. It then prints the
 address it listens on, once ("parley listening on http://ADDR"; a wildcard
 host as 127.0.0.1): with --listen 127.0.0.1:0 it is the port the system
 picked. Opening that address shows the web UI's sign-in form, which takes an

@@ -14,7 +14,7 @@ import (
 // the admin token printed once and saved 0600 with the web UI's sign-in
 // link, health and an authenticated request, a second server refused, a
 // graceful SIGTERM with an event stream open, and a restart that creates no
-// second admin token and prints no link.
+// second admin token, prints no link and says where the token is.
 func TestServeSQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -85,8 +85,12 @@ func TestServeSQLite(t *testing.T) {
 
 	// A restart finds the admin and creates no second token.
 	again := startServe(t, dir, nil)
-	if again.token != "" || strings.Contains(again.stdout.String(), "admin token") || strings.Contains(again.stdout.String(), "web UI:") {
+	if again.token != "" || strings.Contains(again.stdout.String(), "admin token:") || strings.Contains(again.stdout.String(), "web UI:") {
 		t.Errorf("restart printed an admin token or its link again:\n%s", again.stdout)
+	}
+	// It says where the token is and how to sign in, without the token.
+	if want := "sign in: open " + again.url + " and paste the admin token from parley-data/admin.token\nparley listening on " + again.url + "\n"; again.stdout.String() != want || strings.Contains(again.stdout.String(), s.token) {
+		t.Errorf("restart's stdout:\n%s\nwant:\n%s", again.stdout, want)
 	}
 	if got := readTrim(t, tokenFile); got != s.token {
 		t.Errorf("restart changed admin.token to %q", got)

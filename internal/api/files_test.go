@@ -98,6 +98,7 @@ func fileIDs(l fileList) []string {
 func filesConfig(su *setup) {
 	su.cfg.Limits.MaxBodyBytes = 1024
 	su.cfg.Files.MaxBytes = 64 << 10
+	su.cfg.Models[0].Inputs = []string{"text", "image"}
 }
 
 func TestFileRoutes(t *testing.T) {
@@ -313,7 +314,7 @@ func TestFilePartsInMessages(t *testing.T) {
 			t.Fatalf("the PDF is %q", pdf.MediaType)
 		}
 
-		// The echo model takes text and images (the default inputs).
+		// The echo model takes text and images (its inputs here).
 		c := s.createChat(alice, map[string]any{"message": []map[string]any{
 			{"type": "text", "text": "look"}, {"type": "file", "file_id": img.ID, "name": "ignored"}}})
 		msgs := s.messages(alice, c.ID)
@@ -433,5 +434,19 @@ func TestAISDKFileParts(t *testing.T) {
 		"parts": []any{map[string]any{"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,iVBORw0KGgo="}}}}})
 	if r.status != http.StatusBadRequest {
 		t.Fatalf("a data URL: %d %s", r.status, r.body)
+	}
+}
+
+// TestEchoTakesPDFs: the offline echo model, configured with no inputs,
+// takes a PDF: the docs present it as the way to try everything without a
+// key.
+func TestEchoTakesPDFs(t *testing.T) {
+	s := newSQLite(t)
+	alice := s.token("alice")
+	pdf := s.upload(alice, "paper.pdf", "application/pdf", pdfBytes)
+	c := s.createChat(alice, map[string]any{"model": "echo", "message": []map[string]any{
+		{"type": "text", "text": "read this"}, {"type": "file", "file_id": pdf.ID}}})
+	if msgs := s.messages(alice, c.ID); len(msgs) != 1 || len(msgs[0].Parts) != 2 || msgs[0].Parts[1].FileID != pdf.ID {
+		t.Fatalf("messages %+v", msgs)
 	}
 }

@@ -31,17 +31,21 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 
 // modelInfo is a configured model as clients see it: no keys, no URLs.
 type modelInfo struct {
-	Name     string `json:"name"`
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	Default  bool   `json:"default"`
+	Name          string   `json:"name"`
+	Provider      string   `json:"provider"`
+	Model         string   `json:"model"`
+	Default       bool     `json:"default"`
+	Inputs        []string `json:"inputs"`         // the kinds of content it takes: text, image, pdf
+	ContextWindow *int64   `json:"context_window"` // in tokens; null when unknown
 }
 
-// listModels answers the configured models, the default marked.
+// listModels answers the configured models, the default marked, each with
+// what it takes.
 func (a *api) listModels(w http.ResponseWriter, r *http.Request, owner string) error {
 	models := make([]modelInfo, len(a.cfg.Models))
 	for i, m := range a.cfg.Models {
-		models[i] = modelInfo{Name: m.Name, Provider: m.Provider, Model: m.Model, Default: m.Name == a.cfg.DefaultModel}
+		models[i] = modelInfo{Name: m.Name, Provider: m.Provider, Model: m.Model, Default: m.Name == a.cfg.DefaultModel,
+			Inputs: m.InputKinds(), ContextWindow: m.KnownWindow()}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"models": models})
 	return nil

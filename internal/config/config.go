@@ -73,7 +73,7 @@ type Model struct {
 	// summaries; "": the model itself.
 	CompactionModel string `yaml:"compaction_model"`
 	// Inputs are the kinds of content the model takes (InputText,
-	// InputImage, InputPDF); none: DefaultInputs.
+	// InputImage, InputPDF); none: the provider's default (InputKinds).
 	Inputs []string `yaml:"inputs"`
 }
 
@@ -85,6 +85,15 @@ func (m Model) Window() int64 {
 		return m.ContextWindow
 	}
 	return knownWindow(m.Provider, m.Model)
+}
+
+// KnownWindow returns Window, nil when it is unknown (0): the window as
+// the models routes show it.
+func (m Model) KnownWindow() *int64 {
+	if w := m.Window(); w > 0 {
+		return &w
+	}
+	return nil
 }
 
 // CompactFraction returns the share of the window at which a chat is

@@ -37,20 +37,27 @@ const (
 // Inputs lists the accepted values of Model.Inputs.
 var Inputs = []string{InputText, InputImage, InputPDF}
 
-// DefaultInputs are the inputs of a model whose entry names none.
+// DefaultInputs are the inputs of a model whose entry names none, but for
+// the offline echo model, which takes every kind (Inputs): it only says
+// what it received.
 var DefaultInputs = []string{InputText, InputImage}
+
+// InputKinds returns the kinds of content the model takes: its inputs, else
+// its provider's default (see DefaultInputs).
+func (m Model) InputKinds() []string {
+	switch {
+	case len(m.Inputs) > 0:
+		return m.Inputs
+	case m.Provider == "echo":
+		return Inputs
+	}
+	return DefaultInputs
+}
 
 // TakesInput reports whether the model takes content of the kind (one
 // of Inputs); text always.
 func (m Model) TakesInput(kind string) bool {
-	if kind == InputText {
-		return true
-	}
-	in := m.Inputs
-	if len(in) == 0 {
-		in = DefaultInputs
-	}
-	return slices.Contains(in, kind)
+	return kind == InputText || slices.Contains(m.InputKinds(), kind)
 }
 
 // checkInputs refuses an unknown kind in a model's inputs.

@@ -10,6 +10,7 @@ func TestFilesDefaultsAndInputs(t *testing.T) {
   - {name: a, provider: echo}
   - {name: b, provider: echo, inputs: [text, image, pdf]}
   - {name: c, provider: echo, inputs: [text]}
+  - {name: d, provider: openai, model: gpt-4o}
 `)}, env{}.get)
 	if err != nil {
 		t.Fatal(err)
@@ -21,8 +22,11 @@ func TestFilesDefaultsAndInputs(t *testing.T) {
 		model, kind string
 		want        bool
 	}{
-		{"a", InputText, true}, {"a", InputImage, true}, {"a", InputPDF, false},
+		// echo takes every kind unless told otherwise: it only says what it got
+		{"a", InputText, true}, {"a", InputImage, true}, {"a", InputPDF, true},
 		{"b", InputPDF, true}, {"c", InputImage, false}, {"c", InputText, true},
+		// another provider takes text and images unless told otherwise
+		{"d", InputText, true}, {"d", InputImage, true}, {"d", InputPDF, false},
 	} {
 		m, _ := cfg.FindModel(c.model)
 		if got := m.TakesInput(c.kind); got != c.want {

@@ -4,12 +4,16 @@ import (
 	"net/http"
 )
 
-// model is a model in OpenAI's shape.
+// model is a model in OpenAI's shape, with what it takes: the kinds of
+// content (text, image, pdf) and its context window in tokens (null when
+// unknown), which OpenAI's own list does not say.
 type model struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID            string   `json:"id"`
+	Object        string   `json:"object"`
+	Created       int64    `json:"created"`
+	OwnedBy       string   `json:"owned_by"`
+	Inputs        []string `json:"inputs"`
+	ContextWindow *int64   `json:"context_window"`
 }
 
 // models lists the configured models, in configuration order. created is
@@ -17,7 +21,7 @@ type model struct {
 func (f *Facade) models() []model {
 	out := make([]model, len(f.cfg.Models))
 	for i, m := range f.cfg.Models {
-		out[i] = model{ID: m.Name, Object: "model", OwnedBy: "parley"}
+		out[i] = model{ID: m.Name, Object: "model", OwnedBy: "parley", Inputs: m.InputKinds(), ContextWindow: m.KnownWindow()}
 	}
 	return out
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
@@ -240,11 +239,7 @@ func (s *Service) checkInputs(model, field string, parts []chat.Part) error {
 			continue
 		}
 		if kind := chat.FileKindOf(p.MediaType); !m.TakesInput(kind) {
-			inputs := m.Inputs
-			if len(inputs) == 0 {
-				inputs = config.DefaultInputs
-			}
-			return &InputError{Field: fmt.Sprintf("%s[%d]", field, i), FileID: p.FileID, Model: model, Kind: kind, Inputs: inputs}
+			return &InputError{Field: fmt.Sprintf("%s[%d]", field, i), FileID: p.FileID, Model: model, Kind: kind, Inputs: m.InputKinds()}
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -106,53 +107,90 @@ func (r *responses) sent(data []byte) {
 // holds, the whole of src is one line: a JSON response body.
 func (r *responses) filter(src io.Reader, prefix string, delim byte) io.Reader {
 	return &lineFilter{src: bufio.NewReader(src), delim: delim, max: maxCheckedLine, check: func(line []byte) []byte {
-		return r.checkLine(line, prefix)
+		out, _ := r.checkLine(line, prefix)
+		return out
 	}}
 }
 
+// stdout returns a stdio server's stdout filtered as filter does, and with
+// every line that is not a JSON-RPC message dropped and logged: the SDK
+// would end the session on it, and with it every call in flight. A stdio
+// server writes one message a line; a stray line (a library that prints to
+// stdout, a pretty-printed message) is the server's mistake, not the end of
+// its calls. The official TypeScript SDK skips such lines too.
+func (r *responses) stdout(src io.Reader, log *slog.Logger) io.Reader {
+	return &lineFilter{src: bufio.NewReader(src), delim: '\n', max: maxCheckedLine, check: func(line []byte) []byte {
+		out, junk := r.checkLine(line, "")
+		if junk != nil {
+			log.Warn("mcp server: skipped a line on stdout that is not a JSON-RPC message",
+				"line", clip(line, 200), "err", junk)
+			return nil
+		}
+		return out
+	}}
+}
+
+// clip returns line without its line end, cut to at most n bytes.
+func clip(line []byte, n int) string {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) > n {
+		return string(line[:n]) + "…"
+	}
+	return string(line)
+}
+
 // checkLine returns line, or its replacement when it holds a response the
-// SDK cannot decode.
-func (r *responses) checkLine(line []byte, prefix string) []byte {
+// SDK cannot decode. junk is why the SDK would refuse the line as no
+// message at all (not JSON; JSON but not JSON-RPC), which leaves it as is.
+func (r *responses) checkLine(line []byte, prefix string) (out []byte, junk error) {
 	msg, ok := bytes.CutPrefix(line, []byte(prefix))
 	if !ok {
-		return line
+		return line, nil
 	}
 	msg = bytes.TrimPrefix(msg, []byte(" "))
 	body := bytes.TrimRight(msg, "\r\n")
 	if len(bytes.TrimSpace(body)) == 0 {
-		return line
+		return line, nil
 	}
 	id, err := r.decode(body)
-	if err == nil {
-		return line
+	if err == nil || !id.IsValid() {
+		return line, err
 	}
 	out, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 		Code: codeUndecodable, Message: briefly(err), Data: undecodableMark,
 	}})
 	if encErr != nil {
-		return line
+		return line, nil
 	}
 	head := line[:len(line)-len(msg)] // the prefix and its space
 	end := msg[len(body):]
-	return slices.Concat(head, out, end)
+	return slices.Concat(head, out, end), nil
 }
 
 // decode decodes msg as the SDK will, and returns the id of a response it
-// cannot decode, and why; a nil error for anything else.
+// cannot decode, and why; with no id, the error says why the SDK would
+// refuse body as no message at all. A nil error for anything else, and for
+// a batch (a JSON array), which the SDK judges itself.
 func (r *responses) decode(body []byte) (jsonrpc.ID, error) {
 	msg, err := jsonrpc.DecodeMessage(body)
 	if err != nil {
+		if trimmed := bytes.TrimSpace(body); trimmed[0] == '[' && json.Valid(trimmed) {
+			return jsonrpc.ID{}, nil
+		}
 		// Find the id as the standard library can: it nests deeper.
 		var m struct {
 			ID     any             `json:"id"`
 			Method json.RawMessage `json:"method"`
 		}
-		if json.Unmarshal(body, &m) != nil || m.Method != nil {
-			return jsonrpc.ID{}, nil // not a response, or not JSON: the SDK judges it
+		if jsonErr := json.Unmarshal(body, &m); jsonErr != nil {
+			return jsonrpc.ID{}, jsonErr // not JSON, or not an object
+		}
+		if m.Method != nil {
+			return jsonrpc.ID{}, err // a request or notification the SDK cannot decode
 		}
 		id, idErr := jsonrpc.MakeID(m.ID)
 		if idErr != nil || !id.IsValid() {
-			return jsonrpc.ID{}, nil
+			return jsonrpc.ID{}, err
 		}
 		r.answered(id)
 		return id, err

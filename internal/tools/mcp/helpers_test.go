@@ -178,7 +178,7 @@ func newTestServerWith(orderN int, opts *mcp.ServerOptions) *testServer {
 				StructuredContent: map[string]any{"n": 1},
 			}, nil
 		})
-	ts.releaseGates = addUndecodable(ts.Server)
+	ts.releaseGates = addUndecodable(ts.Server, nil)
 	return ts
 }
 

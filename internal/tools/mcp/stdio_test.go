@@ -111,7 +111,7 @@ func runChild(mode string) {
 		os.Exit(3)
 		return nil, nil, nil
 	})
-	addUndecodable(srv)
+	addUndecodable(srv, os.Stdout)
 	err := srv.Run(context.Background(), &mcp.IOTransport{Reader: os.Stdin, Writer: tamperWriter{os.Stdout}})
 	if mode == "ignore-stdin" {
 		for {

@@ -47,15 +47,16 @@ func (s *Source) transport(resps *responses) (mcp.Transport, *stderrLog, error) 
 	// a grandchild may hold it open.
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = childProcAttr()
-	return &commandTransport{cmd: cmd, terminate: s.opts.terminate, resps: resps}, stderr, nil
+	return &commandTransport{cmd: cmd, terminate: s.opts.terminate, resps: resps, log: s.log}, stderr, nil
 }
 
 // commandTransport runs a stdio server as mcp.CommandTransport does, with
-// its stdout read through resps's filter.
+// its stdout read through resps's stdout filter, which logs to log.
 type commandTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 	resps     *responses
+	log       *slog.Logger
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -72,7 +73,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	return (&mcp.IOTransport{
 		// The connection closes by closing stdin, not stdout.
-		Reader: io.NopCloser(t.resps.filter(stdout, "", '\n')),
+		Reader: io.NopCloser(t.resps.stdout(stdout, t.log)),
 		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate, resps: t.resps},
 	}).Connect(ctx)
 }

@@ -46,10 +46,12 @@ type badIn struct {
 
 // addUndecodable adds to srv the tools of the undecodable tests: "bad"
 // answers with the marker of its kind once a "gate" call is in flight;
+// with a non-nil noise, "noise" writes noiseLines to it once a "gate" call
+// is in flight, and answers "quiet";
 // each "gate" call ends when an "open" call lets it, or for good once
 // release is called (a test that failed early must not leave a handler
 // running, an HTTP test server waits for it).
-func addUndecodable(srv *mcp.Server) (release func()) {
+func addUndecodable(srv *mcp.Server, noise io.Writer) (release func()) {
 	gateArrived := make(chan struct{}, 100)
 	gateOpen := make(chan struct{})
 	released := make(chan struct{})
@@ -65,6 +67,19 @@ func addUndecodable(srv *mcp.Server) (release func()) {
 		}
 		return res, nil, nil
 	})
+	if noise != nil {
+		mcp.AddTool(srv, &mcp.Tool{Name: "noise"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-gateArrived:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			if _, err := io.WriteString(noise, noiseLines); err != nil { // one write: no message splits it
+				return nil, nil, err
+			}
+			return text("quiet"), nil, nil
+		})
+	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "gate"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		gateArrived <- struct{}{}
 		select {

@@ -1,4 +1,4 @@
-package main
+package chatcli
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// approvalFake is a small fake of the parley API that "parley chat" uses,
+// approvalFake is a small fake of the parley API that a session uses,
 // whose model calls a server-side tool needing approval (files_delete, of
 // the source "files") when a message says "delete PATH", and with "both" a
 // dynamic tool (get_weather) as well. It follows the approvals contract:
@@ -354,7 +354,10 @@ func (f *approvalFake) stepDone(fc *fakeChat) {
 		parts = append(parts, res)
 		var s string
 		if json.Unmarshal(res.Output, &s) != nil {
-			s = compactJSON(res.Output)
+			var v any
+			_ = json.Unmarshal(res.Output, &v)
+			b, _ := json.Marshal(v)
+			s = string(b)
 		}
 		if res.IsError {
 			answer = append(answer, fmt.Sprintf("tool %s failed: %s", c.ToolName, s))
@@ -383,24 +386,6 @@ func fakeErr(w http.ResponseWriter, code int, errCode, msg string, details map[s
 	fakeJSON(w, code, map[string]any{"error": map[string]any{"code": errCode, "message": msg, "details": details}})
 }
 
-// waitCount waits until o holds s n times.
-func (p *chatProc) waitCount(o *output, s string, n int) {
-	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for strings.Count(o.String(), s) < n {
-		select {
-		case <-o.changed:
-		case <-p.exited:
-			if strings.Count(o.String(), s) < n {
-				p.t.Fatalf("chat exited without printing %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
-			}
-		case <-timeout.C:
-			p.t.Fatalf("chat did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
-		}
-	}
-}
-
 // TestChatApproval: an interactive session deciding on calls that need
 // approval: the call shown with its source, description and arguments;
 // approved, denied with and without a reason, approved with edited
@@ -411,7 +396,7 @@ func (p *chatProc) waitCount(o *output, s string, n int) {
 func TestChatApproval(t *testing.T) {
 	t.Parallel()
 	f := newApprovalFake(t)
-	p := startChat(t, t.TempDir(), nil, "--url", f.srv.URL, "--token", "prl_test")
+	p := startChat(t, Options{URL: f.srv.URL, Token: "prl_test"})
 	const prompt = "approve? [y/n/e(dit)] "
 
 	p.send("delete a.txt")
@@ -470,8 +455,8 @@ func TestChatApproval(t *testing.T) {
 
 	p.send("thanks")
 	p.waitFor(p.stdout, "echo: thanks")
-	if code := p.wait(); code != 0 {
-		t.Fatalf("chat exited %d at the end of input\nstderr:\n%s", code, p.stderr)
+	if err := p.wait(); err != nil {
+		t.Fatalf("the session ended with %v at the end of input\nstderr:\n%s", err, p.stderr)
 	}
 	want := `tool files_delete returned {"deleted":"a.txt"}
 tool files_delete failed: denied: not that one
@@ -503,16 +488,15 @@ echo: thanks
 }
 
 // TestChatApprovalEndOfInput: input that ends while a call waits for a
-// decision is an error, and nothing is decided; --approve goes into the new
-// chat's request, and not with --chat.
+// decision is an error, and nothing is decided; the tools to approve go
+// into the new chat's request.
 func TestChatApprovalEndOfInput(t *testing.T) {
 	t.Parallel()
 	f := newApprovalFake(t)
-	dir := t.TempDir()
-	p := startChat(t, dir, nil, "--url", f.srv.URL, "--token", "prl_test", "--approve", "files_*,github_*", "--approve", "http_fetch", "delete z.txt")
+	p := startChat(t, Options{URL: f.srv.URL, Token: "prl_test", Approve: []string{"files_*", "github_*", "http_fetch"}}, "delete z.txt")
 	p.waitFor(p.stderr, "approve? [y/n/e(dit)] ")
-	if code := p.wait(); code != 1 || !strings.Contains(p.stderr.String(), "end of input while tool call call_1_1 waits for your decision") {
-		t.Fatalf("exit %d, stderr:\n%s", code, p.stderr)
+	if err := p.wait(); err == nil || !strings.Contains(err.Error(), "end of input while tool call call_1_1 waits for your decision") {
+		t.Fatalf("the session ended with %v, stderr:\n%s", err, p.stderr)
 	}
 	if decisions, posts := f.taken(); len(decisions) != 0 || posts["approvals"] != 0 {
 		t.Errorf("decisions %v, posts %v; want none", decisions, posts)
@@ -525,10 +509,5 @@ func TestChatApprovalEndOfInput(t *testing.T) {
 	f.mu.Unlock()
 	if !slices.Equal(req.Approve, []string{"files_*", "github_*", "http_fetch"}) {
 		t.Errorf("approve %q in the create request", req.Approve)
-	}
-
-	r := runParley(t, dir, nil, "chat", "--url", f.srv.URL, "--token", "t", "--chat", "x", "--approve", "a_*", "hi")
-	if r.code != 2 || !strings.Contains(r.stderr, "--approve") {
-		t.Errorf("--approve with --chat: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

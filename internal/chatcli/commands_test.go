@@ -1,14 +1,14 @@
-package main
+package chatcli
 
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 )
 
@@ -23,9 +23,8 @@ var compactedLine = regexp.MustCompile(`compacted: [1-9][0-9]* tokens before\n`)
 // the model as a message.
 func TestChatSessionCommands(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := startServe(t, dir, nil)
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token)
+	s := newServer(t, nil, nil)
+	p := startChat(t, Options{URL: s.url, Token: s.token})
 
 	p.send("/help")
 	p.waitFor(p.stderr, "  /retry ")
@@ -52,7 +51,7 @@ func TestChatSessionCommands(t *testing.T) {
 		select {
 		case <-p.stderr.changed:
 		case <-p.exited:
-			t.Fatalf("chat exited before compacting\nstderr:\n%s", p.stderr)
+			t.Fatalf("the session ended before compacting\nstderr:\n%s", p.stderr)
 		case <-timeout.C:
 			t.Fatalf("/compact printed no compaction\nstderr:\n%s", p.stderr)
 		}
@@ -64,8 +63,8 @@ func TestChatSessionCommands(t *testing.T) {
 	p.waitFor(p.stdout, "echo: second, edited\necho: second, edited\n")
 	p.send("/edit")
 	p.waitFor(p.stderr, "/edit: give the new text of your last message")
-	if code := p.wait(); code != 0 {
-		t.Fatalf("chat exited %d\nstderr:\n%s", code, p.stderr)
+	if err := p.wait(); err != nil {
+		t.Fatalf("the session ended with %v\nstderr:\n%s", err, p.stderr)
 	}
 	if got, want := p.stdout.String(), "echo: first\necho: second\necho: second, edited\necho: second, edited\n"; got != want {
 		t.Errorf("stdout %q, want %q", got, want)
@@ -73,7 +72,7 @@ func TestChatSessionCommands(t *testing.T) {
 
 	// The history holds the messages and the compaction, nothing of the
 	// commands; the edited and regenerated answers are superseded.
-	code, body := get(t, s.url+"/api/v1/chats/"+id+"/messages?superseded=true", s.token)
+	code, body := do(t, http.MethodGet, s.url+"/api/v1/chats/"+id+"/messages?superseded=true", s.token, "")
 	if code != http.StatusOK {
 		t.Fatalf("messages: %d %s", code, body)
 	}
@@ -99,9 +98,10 @@ func TestChatSessionRetryAfterFailure(t *testing.T) {
 		llmtest.Turn{Text: "the answer at last"},
 		llmtest.Turn{Status: http.StatusBadRequest, ErrorMessage: "the request is invalid again"},
 	)
-	dir := t.TempDir()
-	env := []string{fakeKeyEnv + "=test-key"}
-	s := startServe(t, dir, env, "--config", fakeModelConfig(t, dir, fake.URL, ""), "--data-dir", filepath.Join(dir, "data"))
+	s := newServer(t, map[string]string{"FAKE_OPENAI_KEY": "test-key"}, func(cfg *config.Config) {
+		cfg.Models = []config.Model{{Name: "fake", Provider: "openai", Model: "gpt-test", BaseURL: fake.URL, APIKeyEnv: "FAKE_OPENAI_KEY"}}
+		cfg.DefaultModel = "fake"
+	})
 	// A title of its own: the model is not asked for one, so it gets the
 	// chat's requests alone.
 	code, body := do(t, http.MethodPost, s.url+"/api/v1/chats", s.token, `{"title":"retries"}`)
@@ -110,7 +110,7 @@ func TestChatSessionRetryAfterFailure(t *testing.T) {
 		t.Fatalf("create the chat: %d %s", code, body)
 	}
 
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--chat", ch.ID)
+	p := startChat(t, Options{URL: s.url, Token: s.token, ChatID: ch.ID})
 	p.send("hello")
 	p.waitFor(p.stderr, "(/retry tries again)\n")
 	if !strings.Contains(p.stderr.String(), "the chat failed (bad_request): the request is invalid") {
@@ -118,15 +118,15 @@ func TestChatSessionRetryAfterFailure(t *testing.T) {
 	}
 	p.send("/retry")
 	p.waitFor(p.stdout, "the answer at last\n")
-	if code := p.wait(); code != 0 {
-		t.Fatalf("chat exited %d after a successful retry\nstderr:\n%s", code, p.stderr)
+	if err := p.wait(); err != nil {
+		t.Fatalf("the session ended with %v after a successful retry\nstderr:\n%s", err, p.stderr)
 	}
 
-	p = startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--chat", ch.ID)
+	p = startChat(t, Options{URL: s.url, Token: s.token, ChatID: ch.ID})
 	p.send("hello again")
 	p.waitFor(p.stderr, "(/retry tries again)\n")
-	if code := p.wait(); code != 1 || !strings.Contains(p.stderr.String(), "the request is invalid again") {
-		t.Fatalf("chat exited %d with its chat in error, want 1\nstderr:\n%s", code, p.stderr)
+	if err := p.wait(); err == nil || !strings.Contains(err.Error(), "the request is invalid again") {
+		t.Fatalf("the session ended with %v with its chat in error, want that error\nstderr:\n%s", err, p.stderr)
 	}
 	if n := len(fake.Requests()); n != 3 {
 		t.Errorf("the model got %d requests, want 3", n)

@@ -1,14 +1,19 @@
-package main
+package chatcli
 
 import (
+	"bytes"
+	"image"
 	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/config"
 )
 
-// TestChatFiles: --file attaches files to the first message (the echo
+// TestChatFiles: Files (--file) attaches files to the first message (the echo
 // model names what it got), and refuses in words a file the server does not
 // take or that is not there; in a session, /attach attaches a file to the
 // next message, and a message whose file the chat's model cannot take is
@@ -16,14 +21,10 @@ import (
 func TestChatFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "parley.yaml")
-	if err := os.WriteFile(cfg, []byte("default_model: echo\nmodels:\n"+filesModels), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(dir, "data")
-	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
-	s := startServe(t, dir, nil, "--config", cfg, "--data-dir", dataDir)
-	env := []string{"PARLEY_URL=" + s.url, "PARLEY_TOKEN=" + s.token}
+	s := newServer(t, nil, func(cfg *config.Config) {
+		cfg.Models = append(cfg.Models, config.Model{Name: "textonly", Provider: "echo", Model: "echo", Inputs: []string{"text"}})
+	})
+	access := Options{URL: s.url, Token: s.token}
 
 	photo := filepath.Join(dir, "photo.png")
 	notes := filepath.Join(dir, "notes.md")
@@ -38,12 +39,14 @@ func TestChatFiles(t *testing.T) {
 		}
 	}
 
-	r := runParley(t, dir, env, "chat", "--file", photo, "--file", notes, "What are these?")
-	if r.code != 0 || !strings.Contains(r.stdout, "[image photo.png,") || !strings.Contains(r.stdout, "notes.md") {
-		t.Fatalf("chat --file: exit %d, stdout %q; want the echo of both files; stderr:\n%s", r.code, r.stdout, r.stderr)
+	o := access
+	o.Files = []string{photo, notes}
+	p := startChat(t, o, "What are these?")
+	if err := p.wait(); err != nil || !strings.Contains(p.stdout.String(), "[image photo.png,") || !strings.Contains(p.stdout.String(), "notes.md") {
+		t.Fatalf("with files: %v, stdout %q; want the echo of both files; stderr:\n%s", err, p.stdout, p.stderr)
 	}
-	if !strings.Contains(r.stderr, "attached photo.png (image/png, ") || !strings.Contains(r.stderr, "attached notes.md (") {
-		t.Errorf("stderr does not say what was attached:\n%s", r.stderr)
+	if !strings.Contains(p.stderr.String(), "attached photo.png (image/png, ") || !strings.Contains(p.stderr.String(), "attached notes.md (") {
+		t.Errorf("stderr does not say what was attached:\n%s", p.stderr)
 	}
 
 	for _, f := range []struct {
@@ -56,13 +59,18 @@ func TestChatFiles(t *testing.T) {
 		{"a directory", dir, "cannot attach " + dir + ": not a regular file"},
 		{"a kind the model does not take", photo, "photo.png: the model textonly does not take images (it takes text)"},
 	} {
-		r := runParley(t, dir, env, "chat", "--model", "textonly", "--file", f.path, "hi")
-		if r.code != 1 || !strings.Contains(r.stderr, f.want) || r.stdout != "" || strings.Contains(r.stderr, "continue it with") {
-			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q, no chat", f.name, r.code, r.stdout, r.stderr, f.want)
+		o := access
+		o.Model, o.Files = "textonly", []string{f.path}
+		p := startChat(t, o, "hi")
+		err := p.wait()
+		if err == nil || !strings.Contains(err.Error(), f.want) || p.stdout.String() != "" || strings.Contains(p.stderr.String(), "continue it with") {
+			t.Errorf("%s: %v, stdout %q, stderr %q; want the error %q, no chat", f.name, err, p.stdout, p.stderr, f.want)
 		}
 	}
 
-	p := startChat(t, dir, env, "--model", "textonly")
+	o = access
+	o.Model = "textonly"
+	p = startChat(t, o)
 	p.send("/attach")
 	p.waitFor(p.stderr, "/attach: give the file to attach: /attach PATH\n")
 	p.send("/attach " + photo)
@@ -77,10 +85,26 @@ func TestChatFiles(t *testing.T) {
 	p.waitFor(p.stderr, "/attach: cannot attach "+archive+": this kind of file can't be attached")
 	p.send("Bye.")
 	p.waitFor(p.stdout, "echo: Bye.")
-	if code := p.wait(); code != 0 {
-		t.Errorf("the session exited %d\nstderr:\n%s", code, p.stderr)
+	if err := p.wait(); err != nil {
+		t.Errorf("the session ended with %v\nstderr:\n%s", err, p.stderr)
 	}
 	if strings.Contains(p.stdout.String(), "photo.png") || strings.Contains(p.stdout.String(), "archive.zip") {
 		t.Errorf("a refused file reached the model:\n%s", p.stdout)
 	}
+}
+
+// testPNG is a small PNG image of one colour.
+func testPNG(t *testing.T, c color.Color) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 24, 16))
+	for x := range 24 {
+		for y := range 16 {
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
