@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/chattx"
 	"github.com/parleyhq/parley/internal/events"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -204,11 +204,11 @@ func (r *run) recordAs(end end, o outcome) error {
 			}
 		case endIdle, endInterrupted:
 			if end == endInterrupted {
-				if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, chat.ReasonInterrupted, n); err != nil {
+				if err := chattx.AnswerOpenCalls(ctx, tx, r.chat.ID, chat.ReasonInterrupted, n); err != nil {
 					return err
 				}
 			}
-			queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
+			queued, err := chattx.PromoteQueued(ctx, tx, r.chat.ID, n)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (r *run) recordAs(end end, o outcome) error {
 		case endHandBack:
 			t.To, t.Compact = chat.Pending, r.chat.CompactRequested
 		case endFailed:
-			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
+			if err := chattx.AnswerOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
 				return err
 			}
 			t.To, t.LastError = chat.Error, chat.StorableError(o.failure)

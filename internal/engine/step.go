@@ -138,44 +138,29 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 		}
 		return nil, model, nil // the common case: nothing left open
 	}
-	approved, _ := chat.ApprovedCalls(history)
-	needsApproval := map[string]bool{}
+	needsDecision := map[string]bool{}
 	for _, d := range r.e.tools.Decls(ctx) {
-		needsApproval[d.Name] = d.Required || r.chat.Approve.Match(d.Name)
+		needsDecision[d.Name] = d.Required || r.chat.Approve.Match(d.Name)
 	}
-	decided := chat.Decisions(history)
-	var open, unseen []chat.ToolCall
-	for _, c := range unresolved {
-		_, hasDecision := decided[c.ToolCallID]
-		switch {
-		case slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID }):
-		case slices.ContainsFunc(r.chat.DynamicTools, func(t chat.DynamicTool) bool { return t.Name == c.ToolName }):
-			unseen = append(unseen, c)
-		case needsApproval[c.ToolName] && !hasDecision && len(approved) == 0:
-			// Undecided, so it never ran: the dispatcher leaves it for a
-			// person again.
-			unseen = append(unseen, c)
-		default:
-			open = append(open, c)
-		}
-	}
+	open := chat.SortOpenCalls(history, r.chat.DynamicTools, func(name string) bool { return needsDecision[name] })
 	if r.chat.InterruptRequested {
 		// The interrupt arrived while no step ran (the worker that was
 		// asked died): there is nothing to stop. The calls that may have
-		// run (open: approved ones marked started among them) say so; the
+		// run (approved ones marked started among them) say so; the
 		// others are cancelled, and the queued messages answered.
 		r.cancel(errInterrupted)
 		o := &outcome{}
-		if len(open) > 0 {
-			o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, chat.ReasonUnknownOutcome)}
+		if parts := open.Stopped(chat.ReasonInterrupted); len(parts) > 0 {
+			o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}
 		}
 		return o, model, nil
 	}
-	o := &outcome{run: append(approved, unseen...), approved: len(approved) > 0}
-	if len(open) > 0 || len(approved) > 0 {
-		// One tool message: the results of the calls left open, then the
-		// marks of the approved calls about to run, written before they run.
-		parts := append(chat.SyntheticResults(open, chat.ReasonUnknownOutcome), chat.StartedMarks(approved)...)
+	o := &outcome{run: append(open.Approved, open.Unseen...), approved: len(open.Approved) > 0}
+	if len(open.MayHaveRun) > 0 || len(open.Approved) > 0 {
+		// One tool message: the results of the calls that may have run,
+		// then the marks of the approved calls about to run, written
+		// before they run.
+		parts := append(chat.SyntheticResults(open.MayHaveRun, chat.ReasonUnknownOutcome), chat.StartedMarks(open.Approved)...)
 		o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}
 	}
 	return o, model, nil

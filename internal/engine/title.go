@@ -11,7 +11,6 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -32,7 +31,7 @@ func (r *run) maybeTitle(model llm.Model, history []chat.Message) {
 	if n, ok := model.Provider.(llm.Named); ok && n.Name() == "echo" {
 		return
 	}
-	fallback := service.FallbackTitle(history[0].Parts, chat.DefaultLimits.MaxTitleBytes)
+	fallback := chat.FallbackTitle(history[0].Parts, chat.DefaultLimits.MaxTitleBytes)
 	if r.chat.Title != fallback {
 		return // the client chose a title
 	}
