@@ -60,7 +60,7 @@ const (
 	endAwait                  // calls wait for a client or a person: requires_action
 	endInterrupted            // the user interrupted: open calls cancelled, queued messages promoted
 	endHandBack               // shutdown: pending, so another worker goes on at once
-	endFailed                 // error with last_error; open calls answered
+	endFailed                 // error with last_error; open calls answered, queued messages promoted
 	endLeaseLost              // the chat is not the run's any more: nothing is written
 )
 
@@ -225,6 +225,12 @@ func (r *run) recordAs(end end, o outcome) error {
 			t.To, t.Compact = chat.Pending, r.chat.CompactRequested
 		case endFailed:
 			if err := chattx.AnswerOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
+				return err
+			}
+			// Messages queued during the run go into the history, as at
+			// every end of a run: the chat stays in error, saying why,
+			// and retry (or a new message) answers them.
+			if _, err := chattx.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
 				return err
 			}
 			t.To, t.LastError = chat.Error, chat.StorableError(o.failure)
