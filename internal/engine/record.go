@@ -275,6 +275,9 @@ func (r *run) recordAs(end end, o outcome) error {
 		r.history = append(r.history, *m)
 	}
 	if o.compaction != nil {
+		// A compaction asked for is done: a run handed back after it
+		// does not ask the next one for another.
+		r.chat.CompactRequested = false
 		// What the model sees starts over from the summary: the run keeps
 		// the history from it on, as a new run would read it.
 		through := o.compaction.Parts[0].ThroughMessageID

@@ -166,20 +166,38 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 	return o, model, nil
 }
 
-// compactAsked is the outcome of a run asked only to compact the chat
-// (POST /compact): the summary, and the chat waits again; nothing, when
-// there is nothing to summarise.
+// compactAsked is the outcome of a run asked to compact the chat (POST
+// /compact): the summary, and the chat waits again; nothing, when there
+// is nothing to summarise. A user message nobody answered at the end of
+// the history (sent with busy "interrupt" or promoted by an interrupt
+// while the compaction waited, or left by a run that failed before it
+// answered) is answered after the summary: then the run goes on (a nil
+// outcome when there was nothing to summarise).
 func (r *run) compactAsked(ctx context.Context, model llm.Model) *outcome {
+	goOn := endsWithUser(r.history)
 	o := r.compact(ctx, model, chat.CompactManual, chat.ContextTokens(r.history, 0))
 	switch {
+	case o == nil && goOn:
+		return nil
 	case o == nil:
 		return &outcome{done: true}
 	case o.failure != nil:
 		o.failure.Message += "; compact again, or send a message"
 	case !o.partial:
-		o.done = true
+		o.done = !goOn
 	}
 	return o
+}
+
+// endsWithUser reports whether the history's last message but compactions
+// is a user message: one the model has not answered.
+func endsWithUser(history []chat.Message) bool {
+	for i := len(history) - 1; i >= 0; i-- {
+		if m := history[i]; !chat.IsCompaction(m) {
+			return m.Role == chat.RoleUser
+		}
+	}
+	return false
 }
 
 // answered reports whether the history ends with an answer of the model
