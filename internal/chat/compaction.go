@@ -196,6 +196,13 @@ func Transcript(previous *Part, msgs []Message, budget int64) string {
 	return t
 }
 
+// TranscriptTokens estimates the tokens of the whole transcript of
+// previous and msgs, nothing clipped or left out: the budget under which
+// Transcript keeps all of it.
+func TranscriptTokens(previous *Part, msgs []Message) int64 {
+	return EstimateText(transcript(previous, msgs, -1))
+}
+
 func transcript(previous *Part, msgs []Message, clip int) string {
 	var b strings.Builder
 	if previous != nil {

@@ -30,6 +30,10 @@ func TestBudgetStopsRunsOneStepPastIt(t *testing.T) {
 		ctx := context.Background()
 		const chats, perStep, limit = 10, 20, 50
 		h.cfg.Concurrency = chats
+		// No lease may expire while the ten wait, however loaded the
+		// machine: a recovered chat would make its first call again, and
+		// get a second step's turn before all ten usages are recorded.
+		h.cfg.LeaseTTL = time.Minute
 		h.cfg.Budget = &quota.Budget{Defaults: quota.Limits{TokensPerDay: limit}}
 		arrived, all := barrier(chats)
 		tl, calls := addTool(t, all, arrived)

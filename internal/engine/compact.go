@@ -71,15 +71,7 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 			cm = m
 		}
 	}
-	// The summarising call must fit its own model's window: the transcript
-	// takes at most three quarters of it, the rest is for the summary.
-	budget := chat.EstimateTokens(live[:cut]) + 1
-	if previous != nil {
-		budget += chat.EstimateText(previous.Summary)
-	}
-	if cm.ContextWindow > 0 {
-		budget = min(budget, cm.ContextWindow*3/4-chat.EstimateText(compactionPrompt))
-	}
+	budget := transcriptBudget(previous, live[:cut], cm.ContextWindow)
 	provider := llm.Retrying(cm.Provider, r.e.cfg.Retry, nil)
 	var (
 		res llm.Result
@@ -119,6 +111,21 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 		Parts: []chat.Part{{Type: chat.PartCompaction, Summary: summary.String(), Source: source,
 			TokensBefore: tokens, ContextWindow: window, ThroughMessageID: live[cut-1].ID}},
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: cm.Cost(res.Usage)}}}
+}
+
+// transcriptBudget is the most tokens the transcript of a compaction over
+// previous and msgs may take (chat.Transcript): all of it, as the
+// transcript counts it (the previous summary under its header, each
+// message under its role line), so nothing is left out of a transcript
+// that fits; but when the summarising model's window is known, no more
+// than three quarters of it less the call's instructions, so the call fits
+// and the summary has room.
+func transcriptBudget(previous *chat.Part, msgs []chat.Message, window int64) int64 {
+	budget := chat.TranscriptTokens(previous, msgs)
+	if window > 0 {
+		budget = min(budget, window*3/4-chat.EstimateText(compactionPrompt+compactionAsk))
+	}
+	return budget
 }
 
 // overflowed is the failure of a step whose request was too long for the
