@@ -57,7 +57,7 @@ func TestEveryMessageReachesTheSummariser(t *testing.T) {
 			if !due && rng.IntN(4) != 0 {
 				continue
 			}
-			previous, live := chat.SinceCompaction(history)
+			previous, live := chat.SplitAtSummary(history)
 			cut := chat.CompactionCut(live, window/keepShare)
 			if cut == 0 {
 				continue

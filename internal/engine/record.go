@@ -12,10 +12,10 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// outcome is what a step produced, whatever happened: a whole answer, a
+// stepOutcome is what a step produced, whatever happened: a whole answer, a
 // partial one, tool results, calls left for someone, a failure. Nothing in
 // it has been written; record alone turns it into rows.
-type outcome struct {
+type stepOutcome struct {
 	// compaction is a summary of the history's older part (compact.go),
 	// written before anything else of the outcome.
 	compaction *chat.Message
@@ -47,8 +47,8 @@ type outcome struct {
 }
 
 // failed is the outcome of a run that cannot go on.
-func failed(kind, message string) outcome {
-	return outcome{failure: &chat.ChatError{Kind: kind, Message: message}, open: chat.ReasonUnknownOutcome}
+func failed(kind, message string) stepOutcome {
+	return stepOutcome{failure: &chat.ChatError{Kind: kind, Message: message}, open: chat.ReasonUnknownOutcome}
 }
 
 // end is what recording an outcome does with the chat.
@@ -85,7 +85,7 @@ func (e end) statuses() []chat.Status {
 
 // endOf decides what recording o does, from o and from why the run's
 // context ended, if it did.
-func endOf(ctx context.Context, o outcome) end {
+func endOf(ctx context.Context, o stepOutcome) end {
 	cause := context.Cause(ctx) // nil while ctx is live
 	switch {
 	case errors.Is(cause, errLeaseLost):
@@ -113,7 +113,7 @@ func endOf(ctx context.Context, o outcome) end {
 // holds (the answer, its usage, the results), and failing that, in error
 // without them, their calls answered as calls that may have run: every
 // path leaves a complete history and a chat that retry continues.
-func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
+func (r *run) record(ctx context.Context, o stepOutcome) (more bool, err error) {
 	end := endOf(ctx, o)
 	if end == endLeaseLost {
 		return false, store.ErrLeaseLost
@@ -136,7 +136,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		open = chat.ReasonNotExecuted + ": the run stopped before this call started"
 	}
 	if end != endFailed {
-		keep := outcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
+		keep := stepOutcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
 			Message: "could not record the step: " + err.Error() + "; retry to continue"}, open: open}
 		if err = r.recordAs(endFailed, keep); err == nil || errors.Is(err, store.ErrLeaseLost) {
 			return false, err
@@ -145,7 +145,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		r.log.Error("record the failure with the step's messages; recording it without them", "err", err)
 	}
 	if o.answer != nil || o.tool != nil {
-		err = r.recordAs(endFailed, outcome{failure: o.failure, open: chat.ReasonUnknownOutcome})
+		err = r.recordAs(endFailed, stepOutcome{failure: o.failure, open: chat.ReasonUnknownOutcome})
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		return false, err
@@ -158,7 +158,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 }
 
 // recordAs writes o with the given end.
-func (r *run) recordAs(end end, o outcome) error {
+func (r *run) recordAs(end end, o stepOutcome) error {
 	var msgs []*chat.Message
 	if o.compaction != nil {
 		msgs = append(msgs, o.compaction)
