@@ -17,16 +17,19 @@ import (
 )
 
 // titler answers title requests (recognised by their system prompt) with a
-// fixed title after a delay, and everything else at once.
-type titler struct{ delay time.Duration }
+// fixed title once release is closed (at once when it is nil), and
+// everything else at once.
+type titler struct{ release chan struct{} }
 
 func (p titler) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
 	text := "the answer"
 	if strings.Contains(req.System, "title") {
-		select {
-		case <-time.After(p.delay):
-		case <-ctx.Done():
-			return llm.Result{}, ctx.Err()
+		if p.release != nil {
+			select {
+			case <-p.release:
+			case <-ctx.Done():
+				return llm.Result{}, ctx.Err()
+			}
 		}
 		text = "\"Weather in Paris.\"\nextra line"
 	}
@@ -38,7 +41,8 @@ func (p titler) Stream(ctx context.Context, req llm.Request, emit func(llm.Event
 
 func TestTitleIsGeneratedWithoutDelayingTheAnswer(t *testing.T) {
 	h := newHarness(t)
-	e := engine.New(h.cfg, h.st, h.ps, models{"fake": {Name: "fake", Provider: titler{delay: 300 * time.Millisecond}}}, nil, nil)
+	release := make(chan struct{})
+	e := engine.New(h.cfg, h.st, h.ps, models{"fake": {Name: "fake", Provider: titler{release: release}}}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
@@ -54,11 +58,12 @@ func TestTitleIsGeneratedWithoutDelayingTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	fallback := c.Title
-	// The answer comes first: the title call takes 300 ms.
+	// The answer comes while the title call is held.
 	c = h.waitStatus(c.ID, chat.Waiting)
 	if c.Title != fallback {
 		t.Fatalf("title changed before the answer: %q", c.Title)
 	}
+	close(release)
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
