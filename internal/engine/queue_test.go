@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/invariant"
 )
@@ -16,7 +15,11 @@ import (
 // max_steps): it goes into the history after the last step, the queue is
 // empty, the chat stays in error saying why, and retry answers it.
 func TestRunEndingInErrorPromotesTheQueue(t *testing.T) {
-	h := newHarness(t, func(c *engine.Config) { c.MaxSteps = 2 })
+	onBothStores(t, testRunEndingInErrorPromotesTheQueue)
+}
+
+func testRunEndingInErrorPromotesTheQueue(t *testing.T, h *harness) {
+	h.cfg.MaxSteps = 2
 	for _, id := range []string{"ca", "cb"} {
 		h.fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: id, Name: "add", Args: `{"a":1,"b":1}`}}})
 	}

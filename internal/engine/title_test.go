@@ -136,14 +136,14 @@ func TestTitlePanicKeepsTheProcess(t *testing.T) {
 
 // countingTitler counts title requests and reports each on titled; a title
 // request returns "Counted title" with usage of 7 + 3 tokens once release
-// is closed, and a title request never released ends with its context. The
-// first answer request waits for its context (a run stopped mid-step), the
-// others answer at once with usage of 1 + 1.
+// is closed, and a title request never released ends with its context.
+// Answer requests wait for their context when hold is set (a run stopped
+// mid-step), and are answered at once with usage of 1 + 1 otherwise.
 type countingTitler struct {
 	titles  *atomic.Int64
 	titled  chan struct{}
 	release chan struct{}
-	answers *atomic.Int64
+	hold    bool
 }
 
 func (p countingTitler) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
@@ -157,7 +157,7 @@ func (p countingTitler) Stream(ctx context.Context, req llm.Request, emit func(l
 		}
 		return llm.Result{Parts: []chat.Part{chat.TextPart("Counted title")}, Usage: llm.Usage{InputTokens: 7, OutputTokens: 3}, FinishReason: "stop"}, nil
 	}
-	if p.answers.Add(1) == 1 && p.release == nil {
+	if p.hold {
 		<-ctx.Done()
 		return llm.Result{}, ctx.Err()
 	}
@@ -168,7 +168,7 @@ func (p countingTitler) Stream(ctx context.Context, req llm.Request, emit func(l
 // owner's, as a step's is.
 func TestTitleCallIsCounted(t *testing.T) {
 	h := newHarness(t)
-	p := countingTitler{titles: &atomic.Int64{}, titled: make(chan struct{}, 4), release: make(chan struct{}), answers: &atomic.Int64{}}
+	p := countingTitler{titles: &atomic.Int64{}, titled: make(chan struct{}, 4), release: make(chan struct{})}
 	close(p.release)
 	h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: p}}, nil)
 	ctx := context.Background()
@@ -214,7 +214,7 @@ func TestTitleCallIsCounted(t *testing.T) {
 // takes the handed-back chat answers it without a second title call.
 func TestTitleCallOncePerChatAndShutdownNotHeld(t *testing.T) {
 	h := newHarness(t)
-	p := countingTitler{titles: &atomic.Int64{}, titled: make(chan struct{}, 4), answers: &atomic.Int64{}}
+	p := countingTitler{titles: &atomic.Int64{}, titled: make(chan struct{}, 4), hold: true}
 	stop := h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: p}}, nil)
 	c, err := h.svc.CreateChat(context.Background(), owner, service.NewChat{Message: json.RawMessage(`"a first question"`)})
 	if err != nil {
@@ -226,6 +226,7 @@ func TestTitleCallOncePerChatAndShutdownNotHeld(t *testing.T) {
 	await(t, stopped, "the engine's shutdown, with the title call in flight") // not its 30 s timeout
 	h.waitStatus(c.ID, chat.Pending)
 
+	p.hold = false // the next engine's answers come at once
 	h.startOn(h.st, h.ps, models{"fake": {Name: "fake", Provider: p}}, nil)
 	got := h.waitStatus(c.ID, chat.Waiting)
 	h.stopAll() // the title goroutines, if any, are done
