@@ -15,11 +15,12 @@ func IsCompaction(m Message) bool {
 	return len(m.Parts) == 1 && m.Parts[0].Type == PartCompaction
 }
 
-// SinceCompaction splits history (a chat's messages in id order, or those
+// SplitAtSummary splits history (a chat's messages in id order, or those
 // from the newest compaction on) into the newest compaction's part (nil if
 // there is none) and the messages the model sees verbatim: those after its
-// ThroughMessageID, compaction messages left out.
-func SinceCompaction(history []Message) (*Part, []Message) {
+// ThroughMessageID, compaction messages left out. (Reading the history
+// from the newest compaction on is store.Reader.SinceCompaction.)
+func SplitAtSummary(history []Message) (*Part, []Message) {
 	newest := -1
 	for i := len(history) - 1; i >= 0; i-- {
 		if IsCompaction(history[i]) {
@@ -137,7 +138,7 @@ func EstimateTokens(msgs []Message) int64 {
 // estimate of what every request carries besides its messages (the system
 // prompt, the tools' definitions).
 func ContextTokens(history []Message, fixed int64) int64 {
-	summary, live := SinceCompaction(history)
+	summary, live := SplitAtSummary(history)
 	var since int64 // the newest compaction's id: an answer before it reported what it summarised
 	for _, m := range history {
 		if IsCompaction(m) {
@@ -194,6 +195,13 @@ func Transcript(previous *Part, msgs []Message, budget int64) string {
 		t = t[int64(len(t))-limit:]
 	}
 	return t
+}
+
+// TranscriptTokens estimates the tokens of the whole transcript of
+// previous and msgs, nothing clipped or left out: the budget under which
+// Transcript keeps all of it.
+func TranscriptTokens(previous *Part, msgs []Message) int64 {
+	return EstimateText(transcript(previous, msgs, -1))
 }
 
 func transcript(previous *Part, msgs []Message, clip int) string {

@@ -20,7 +20,7 @@ import (
 // edited before approving it shows the edited arguments. history is not
 // modified.
 func ForModel(history []Message) []Message {
-	summary, live := SinceCompaction(history)
+	summary, live := SplitAtSummary(history)
 	out := make([]Message, 0, len(live)+1)
 	if summary != nil {
 		out = append(out, SummaryMessage(*summary, history[0].ChatID))

@@ -1,5 +1,7 @@
-// Package chat holds parley's domain: chats, messages and their parts, and the
-// status state machine. It depends on nothing else in parley.
+// Package chat holds parley's domain: chats, messages and their parts, the
+// status state machine (the table of legal status changes), validation, and
+// what the model sees of a history. Of parley it uses only jsonscan, which
+// measures how deep a JSON value nests.
 package chat
 
 import "slices"
@@ -15,7 +17,10 @@ const (
 	Pending Status = "pending"
 	// Running: a worker holds the lease.
 	Running Status = "running"
-	// RequiresAction: waiting for the client's dynamic tool results.
+	// RequiresAction: no worker holds it; its last step left calls that
+	// only someone outside the server can settle: a client's results for
+	// calls of its dynamic tools, a person's decisions on calls that need
+	// approval, or both. A deadline bounds the wait.
 	RequiresAction Status = "requires_action"
 	// Error: the last run failed; the chat's LastError says why.
 	Error Status = "error"

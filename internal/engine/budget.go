@@ -17,7 +17,7 @@ import (
 // records the step, before the next step checks, so a budget is reached
 // at most one step late per running chat of the owner: the steps already
 // under way when the budget ran out. then says how the chat goes on.
-func (r *run) overBudget(ctx context.Context, then string) (*outcome, error) {
+func (r *run) overBudget(ctx context.Context, then string) (*stepOutcome, error) {
 	b := r.e.cfg.Budget
 	if b == nil {
 		return nil, nil
@@ -35,7 +35,7 @@ func (r *run) overBudget(ctx context.Context, then string) (*outcome, error) {
 	}
 	r.log.Info("the owner's budget is reached; the run stops", "owner", r.chat.Owner,
 		"period", exceeded.Period, "unit", exceeded.Unit, "limit", exceeded.Limit, "spent", exceeded.Spent)
-	return ptr(outcome{failure: spendLimit(exceeded, then), open: chat.ReasonUnknownOutcome}), nil
+	return ptr(stepOutcome{failure: spendLimit(exceeded, then), open: chat.ReasonUnknownOutcome}), nil
 }
 
 // spendLimit is the chat's last_error when its run stopped for e: what was

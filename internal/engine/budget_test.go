@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,16 +16,27 @@ import (
 
 // TestBudgetStopsRunsOneStepPastIt runs ten chats of one owner at once,
 // each held in its first model call until all ten are in it, with a token
-// budget their first steps reach: no chat makes a second model call. Each
-// ends in error with kind spend_limit, the usage of the ten steps is
-// recorded, and once an admin raises the budget, retry goes on.
+// budget their first steps pass together. A run checks the budget before
+// each model call against the usage recorded so far, so a chat whose
+// first step was recorded before the others' could legitimately make a
+// second call; here the tool holds every call until all ten have started
+// (each chat's first answer, with its usage, is recorded before its call
+// starts), so every check comes after all ten usages are recorded and no
+// chat makes a second model call. Each ends in error with kind
+// spend_limit, the usage of the ten steps is recorded, and once an admin
+// raises the budget, retry goes on.
 func TestBudgetStopsRunsOneStepPastIt(t *testing.T) {
 	onBothStores(t, func(t *testing.T, h *harness) {
 		ctx := context.Background()
 		const chats, perStep, limit = 10, 20, 50
 		h.cfg.Concurrency = chats
+		// No lease may expire while the ten wait, however loaded the
+		// machine: a recovered chat would make its first call again, and
+		// get a second step's turn before all ten usages are recorded.
+		h.cfg.LeaseTTL = time.Minute
 		h.cfg.Budget = &quota.Budget{Defaults: quota.Limits{TokensPerDay: limit}}
-		tl, calls := addTool(t, nil)
+		arrived, all := barrier(chats)
+		tl, calls := addTool(t, all, arrived)
 
 		gate := make(chan struct{})
 		started := make([]chan struct{}, chats)
@@ -216,9 +228,25 @@ func TestAcquireAsksForMaxRunning(t *testing.T) {
 	h.startOn(spy, h.ps, h.models(), nil, cfg)
 	c := h.create("hello")
 	h.waitStatus(c.ID, chat.Waiting)
-	for len(spy.asked) > 0 {
+	n := len(spy.asked) // the chat ran: at least its acquisition asked
+	if n == 0 {
+		t.Fatal("the chat ran without an AcquireChats call the spy saw")
+	}
+	for range n {
 		if a := <-spy.asked; a.MaxRunning != 3 {
 			t.Fatalf("AcquireChats asked with max_running %d, want 3", a.MaxRunning)
 		}
 	}
+}
+
+// barrier returns arrived, to call once per party, and all, closed when n
+// parties have arrived.
+func barrier(n int) (arrived func(), all chan struct{}) {
+	all = make(chan struct{})
+	var count atomic.Int64
+	return func() {
+		if count.Add(1) == int64(n) {
+			close(all)
+		}
+	}, all
 }

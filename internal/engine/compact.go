@@ -54,8 +54,8 @@ func (r *run) dueForCompaction(model llm.Model, fixed int64) (bool, int64) {
 // estimate that made it compact. A failed summarising call is the
 // outcome's failure; a stopped one an empty outcome, which ends the run
 // by why it was stopped.
-func (r *run) compact(ctx context.Context, model llm.Model, source string, tokens int64) *outcome {
-	previous, live := chat.SinceCompaction(r.history)
+func (r *run) compact(ctx context.Context, model llm.Model, source string, tokens int64) *stepOutcome {
+	previous, live := chat.SplitAtSummary(r.history)
 	window := model.ContextWindow
 	basis := window
 	if basis <= 0 {
@@ -71,15 +71,7 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 			cm = m
 		}
 	}
-	// The summarising call must fit its own model's window: the transcript
-	// takes at most three quarters of it, the rest is for the summary.
-	budget := chat.EstimateTokens(live[:cut]) + 1
-	if previous != nil {
-		budget += chat.EstimateText(previous.Summary)
-	}
-	if cm.ContextWindow > 0 {
-		budget = min(budget, cm.ContextWindow*3/4-chat.EstimateText(compactionPrompt))
-	}
+	budget := transcriptBudget(previous, live[:cut], cm.ContextWindow)
 	provider := llm.Retrying(cm.Provider, r.e.cfg.Retry, nil)
 	var (
 		res llm.Result
@@ -97,11 +89,11 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return &outcome{partial: true}
+		return &stepOutcome{partial: true}
 	case err != nil:
 		f := modelError(err)
 		f.Message = "summarising the conversation failed: " + f.Message
-		return &outcome{failure: f, open: chat.ReasonUnknownOutcome}
+		return &stepOutcome{failure: f, open: chat.ReasonUnknownOutcome}
 	}
 	var summary strings.Builder
 	for _, p := range res.Parts {
@@ -110,15 +102,30 @@ func (r *run) compact(ctx context.Context, model llm.Model, source string, token
 		}
 	}
 	if strings.TrimSpace(summary.String()) == "" {
-		return &outcome{failure: &chat.ChatError{Kind: "compaction_failed", Retryable: true,
+		return &stepOutcome{failure: &chat.ChatError{Kind: "compaction_failed", Retryable: true,
 			Message: "the model wrote an empty summary of the conversation; retry, or compact again"}, open: chat.ReasonUnknownOutcome}
 	}
 	r.log.Info("compacted the history", "source", source, "tokens_before", tokens, "window", window,
 		"through", live[cut-1].ID, "summary_tokens", chat.EstimateText(summary.String()))
-	return &outcome{compaction: &chat.Message{ChatID: r.chat.ID, Role: chat.RoleAssistant,
+	return &stepOutcome{compaction: &chat.Message{ChatID: r.chat.ID, Role: chat.RoleAssistant,
 		Parts: []chat.Part{{Type: chat.PartCompaction, Summary: summary.String(), Source: source,
 			TokensBefore: tokens, ContextWindow: window, ThroughMessageID: live[cut-1].ID}},
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: cm.Cost(res.Usage)}}}
+}
+
+// transcriptBudget is the most tokens the transcript of a compaction over
+// previous and msgs may take (chat.Transcript): all of it, as the
+// transcript counts it (the previous summary under its header, each
+// message under its role line), so nothing is left out of a transcript
+// that fits; but when the summarising model's window is known, no more
+// than three quarters of it less the call's instructions, so the call fits
+// and the summary has room.
+func transcriptBudget(previous *chat.Part, msgs []chat.Message, window int64) int64 {
+	budget := chat.TranscriptTokens(previous, msgs)
+	if window > 0 {
+		budget = min(budget, window*3/4-chat.EstimateText(compactionPrompt+compactionAsk))
+	}
+	return budget
 }
 
 // overflowed is the failure of a step whose request was too long for the

@@ -317,3 +317,54 @@ func TestWorkerKilledDuringCompactionCompactsOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestMessageAfterCompactIsAnswered: while a requested compaction waits
+// (the chat pending), a message sent with busy "interrupt", or a queued
+// message that an interrupt promotes, goes into the history; the run
+// summarises, then answers that message, and the chat waits with the
+// answer last.
+func TestMessageAfterCompactIsAnswered(t *testing.T) {
+	for _, how := range []string{"busy interrupt", "queued then interrupt"} {
+		t.Run(how, func(t *testing.T) {
+			onBothStores(t, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				c := h.turnsChat(3, 100)
+				if _, err := h.svc.Compact(ctx, owner, c.ID); err != nil {
+					t.Fatal(err)
+				}
+				busy := chat.BusyInterrupt
+				if how != "busy interrupt" {
+					busy = chat.BusyQueue
+				}
+				if _, err := h.svc.PostMessage(ctx, owner, c.ID, json.RawMessage(`"the new question"`), busy); err != nil {
+					t.Fatal(err)
+				}
+				if busy == chat.BusyQueue {
+					if _, err := h.svc.Interrupt(ctx, owner, c.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got, err := h.st.GetChat(ctx, c.ID); err != nil || got.Status != chat.Pending || !got.CompactRequested {
+					t.Fatalf("before a worker takes it: %+v, %v; want pending, asked to compact", got, err)
+				}
+				h.fake.Push(llmtest.Turn{Text: "THE-SUMMARY"}, llmtest.Turn{Text: "THE-ANSWER"})
+				h.startOn(h.st, h.ps, h.windowed(0), nil)
+				got := h.waitStatus(c.ID, chat.Waiting)
+				msgs := h.history(c.ID)
+				if err := chat.CheckHistory(got.Status, msgs, nil); err != nil {
+					t.Fatal(err)
+				}
+				last := msgs[len(msgs)-1]
+				if last.Role != chat.RoleAssistant || last.Parts[0].Text != "THE-ANSWER" {
+					t.Fatalf("the history ends with %+v, want the answer to the new message", last)
+				}
+				if cs := h.compactions(c.ID); len(cs) != 1 || cs[0].Summary != "THE-SUMMARY" || got.CompactRequested {
+					t.Fatalf("compactions %+v (request left %v), want the one summary", cs, got.CompactRequested)
+				}
+				if answer := requestText(h.fake.Requests()[1]); !strings.Contains(answer, "THE-SUMMARY") || !strings.Contains(answer, "the new question") {
+					t.Fatalf("the answer's request does not start from the summary with the question: %.400s", answer)
+				}
+			})
+		})
+	}
+}

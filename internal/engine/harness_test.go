@@ -262,9 +262,9 @@ func (h *harness) subscribe(id string) <-chan events.ChatEvent {
 }
 
 // addTool is a registry with one server-side tool, "add", summing a and b;
-// calls counts its invocations, and when block is not nil each call waits
-// on it (or its context).
-func addTool(t *testing.T, block chan struct{}) (*tools.Dispatcher, *atomic.Int64) {
+// calls counts its invocations; each call first calls every function of
+// arrive, then, when block is not nil, waits on it (or its context).
+func addTool(t *testing.T, block chan struct{}, arrive ...func()) (*tools.Dispatcher, *atomic.Int64) {
 	t.Helper()
 	calls := &atomic.Int64{}
 	reg := tools.NewRegistry(nil)
@@ -272,6 +272,9 @@ func addTool(t *testing.T, block chan struct{}) (*tools.Dispatcher, *atomic.Int6
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}}}`)},
 		func(ctx context.Context, c tool.Call) (tool.Result, error) {
 			calls.Add(1)
+			for _, f := range arrive {
+				f()
+			}
 			if block != nil {
 				select {
 				case <-block:

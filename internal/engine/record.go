@@ -7,15 +7,15 @@ import (
 	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/chattx"
 	"github.com/parleyhq/parley/internal/events"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// outcome is what a step produced, whatever happened: a whole answer, a
+// stepOutcome is what a step produced, whatever happened: a whole answer, a
 // partial one, tool results, calls left for someone, a failure. Nothing in
 // it has been written; record alone turns it into rows.
-type outcome struct {
+type stepOutcome struct {
 	// compaction is a summary of the history's older part (compact.go),
 	// written before anything else of the outcome.
 	compaction *chat.Message
@@ -47,8 +47,8 @@ type outcome struct {
 }
 
 // failed is the outcome of a run that cannot go on.
-func failed(kind, message string) outcome {
-	return outcome{failure: &chat.ChatError{Kind: kind, Message: message}, open: chat.ReasonUnknownOutcome}
+func failed(kind, message string) stepOutcome {
+	return stepOutcome{failure: &chat.ChatError{Kind: kind, Message: message}, open: chat.ReasonUnknownOutcome}
 }
 
 // end is what recording an outcome does with the chat.
@@ -60,7 +60,7 @@ const (
 	endAwait                  // calls wait for a client or a person: requires_action
 	endInterrupted            // the user interrupted: open calls cancelled, queued messages promoted
 	endHandBack               // shutdown: pending, so another worker goes on at once
-	endFailed                 // error with last_error; open calls answered
+	endFailed                 // error with last_error; open calls answered, queued messages promoted
 	endLeaseLost              // the chat is not the run's any more: nothing is written
 )
 
@@ -85,7 +85,7 @@ func (e end) statuses() []chat.Status {
 
 // endOf decides what recording o does, from o and from why the run's
 // context ended, if it did.
-func endOf(ctx context.Context, o outcome) end {
+func endOf(ctx context.Context, o stepOutcome) end {
 	cause := context.Cause(ctx) // nil while ctx is live
 	switch {
 	case errors.Is(cause, errLeaseLost):
@@ -113,7 +113,7 @@ func endOf(ctx context.Context, o outcome) end {
 // holds (the answer, its usage, the results), and failing that, in error
 // without them, their calls answered as calls that may have run: every
 // path leaves a complete history and a chat that retry continues.
-func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
+func (r *run) record(ctx context.Context, o stepOutcome) (more bool, err error) {
 	end := endOf(ctx, o)
 	if end == endLeaseLost {
 		return false, store.ErrLeaseLost
@@ -136,7 +136,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		open = chat.ReasonNotExecuted + ": the run stopped before this call started"
 	}
 	if end != endFailed {
-		keep := outcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
+		keep := stepOutcome{answer: o.answer, tool: o.tool, failure: &chat.ChatError{Kind: "internal",
 			Message: "could not record the step: " + err.Error() + "; retry to continue"}, open: open}
 		if err = r.recordAs(endFailed, keep); err == nil || errors.Is(err, store.ErrLeaseLost) {
 			return false, err
@@ -145,7 +145,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 		r.log.Error("record the failure with the step's messages; recording it without them", "err", err)
 	}
 	if o.answer != nil || o.tool != nil {
-		err = r.recordAs(endFailed, outcome{failure: o.failure, open: chat.ReasonUnknownOutcome})
+		err = r.recordAs(endFailed, stepOutcome{failure: o.failure, open: chat.ReasonUnknownOutcome})
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		return false, err
@@ -158,7 +158,7 @@ func (r *run) record(ctx context.Context, o outcome) (more bool, err error) {
 }
 
 // recordAs writes o with the given end.
-func (r *run) recordAs(end end, o outcome) error {
+func (r *run) recordAs(end end, o stepOutcome) error {
 	var msgs []*chat.Message
 	if o.compaction != nil {
 		msgs = append(msgs, o.compaction)
@@ -204,11 +204,11 @@ func (r *run) recordAs(end end, o outcome) error {
 			}
 		case endIdle, endInterrupted:
 			if end == endInterrupted {
-				if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, chat.ReasonInterrupted, n); err != nil {
+				if err := chattx.AnswerOpenCalls(ctx, tx, r.chat.ID, chat.ReasonInterrupted, n); err != nil {
 					return err
 				}
 			}
-			queued, err := service.PromoteQueued(ctx, tx, r.chat.ID, n)
+			queued, err := chattx.PromoteQueued(ctx, tx, r.chat.ID, n)
 			if err != nil {
 				return err
 			}
@@ -224,7 +224,13 @@ func (r *run) recordAs(end end, o outcome) error {
 		case endHandBack:
 			t.To, t.Compact = chat.Pending, r.chat.CompactRequested
 		case endFailed:
-			if err := service.CancelOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
+			if err := chattx.AnswerOpenCalls(ctx, tx, r.chat.ID, o.open, n); err != nil {
+				return err
+			}
+			// Messages queued during the run go into the history, as at
+			// every end of a run: the chat stays in error, saying why,
+			// and retry (or a new message) answers them.
+			if _, err := chattx.PromoteQueued(ctx, tx, r.chat.ID, n); err != nil {
 				return err
 			}
 			t.To, t.LastError = chat.Error, chat.StorableError(o.failure)
@@ -269,6 +275,9 @@ func (r *run) recordAs(end end, o outcome) error {
 		r.history = append(r.history, *m)
 	}
 	if o.compaction != nil {
+		// A compaction asked for is done: a run handed back after it
+		// does not ask the next one for another.
+		r.chat.CompactRequested = false
 		// What the model sees starts over from the summary: the run keeps
 		// the history from it on, as a new run would read it.
 		through := o.compaction.Parts[0].ThroughMessageID

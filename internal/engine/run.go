@@ -31,10 +31,13 @@ var (
 type run struct {
 	e      *Engine
 	cancel context.CancelCauseFunc // stops the run, with its cause
-	chat   chat.Chat
-	lease  store.Lease
-	log    *slog.Logger
-	steps  *stepState // what the run streams of the step in progress, for snapshots
+	// runs ends when the engine shuts down, not with the run: the context
+	// of work the run leaves behind (a title).
+	runs  context.Context
+	chat  chat.Chat
+	lease store.Lease
+	log   *slog.Logger
+	steps *stepState // what the run streams of the step in progress, for snapshots
 	// first is the start of the history from the newest compaction on, read
 	// with the acquisition (up to firstPage messages), for the first step;
 	// nil once used, or if not read.
@@ -63,9 +66,10 @@ type run struct {
 // control topic (nil if that failed): the run takes the subscription over.
 // first is the start of its history, if acquire read it.
 func (e *Engine) runChat(ctx context.Context, c chat.Chat, lease store.Lease, ctl pubsub.Subscription, first []chat.Message) {
+	runs := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{e: e, cancel: cancel, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
+	r := &run{e: e, cancel: cancel, runs: runs, chat: c, lease: lease, log: e.log.With("chat", c.ID, "generation", lease.Generation), steps: newStepState(), first: first}
 
 	watched := make(chan struct{})
 	go func() { defer close(watched); r.watch(ctx, cancel, ctl) }()

@@ -48,7 +48,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 	}
 	if ctx.Err() != nil {
-		_, err = r.record(ctx, outcome{}) // a read cut short: the run ends by why it was stopped
+		_, err = r.record(ctx, stepOutcome{}) // a read cut short: the run ends by why it was stopped
 	}
 	return err
 }
@@ -63,7 +63,7 @@ type compactions struct{ auto, overflow bool }
 // after the provider found that call too long, a compaction, so the step
 // is made again; or the end of a run past the limit of model calls, or
 // whose owner's budget is reached (overBudget).
-func (r *run) next(ctx context.Context, model llm.Model, step int, tried *compactions) (*outcome, error) {
+func (r *run) next(ctx context.Context, model llm.Model, step int, tried *compactions) (*stepOutcome, error) {
 	if step > r.e.cfg.MaxSteps {
 		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps))), nil
 	}
@@ -108,7 +108,7 @@ func ptr[T any](v T) *T { return &v }
 // calls nobody could have run yet: calls of the chat's dynamic tools, which
 // only a client runs, and calls waiting for a person's decision, which
 // nobody gave; the chat waits for them as the step would have.
-func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
+func (r *run) begin(ctx context.Context) (*stepOutcome, llm.Model, error) {
 	if n := r.chat.LeaseRecoveries; n >= r.e.cfg.MaxRecoveries {
 		return ptr(failed("worker_died", fmt.Sprintf(
 			"the workers running this chat stopped %d times in a row before finishing a step; retry to run it again", n))), llm.Model{}, nil
@@ -134,67 +134,70 @@ func (r *run) begin(ctx context.Context) (*outcome, llm.Model, error) {
 			}
 			return r.compactAsked(ctx, model), model, nil
 		case answered(history):
-			return &outcome{done: true}, model, nil
+			return &stepOutcome{done: true}, model, nil
 		}
 		return nil, model, nil // the common case: nothing left open
 	}
-	approved, _ := chat.ApprovedCalls(history)
-	needsApproval := map[string]bool{}
+	needsDecision := map[string]bool{}
 	for _, d := range r.e.tools.Decls(ctx) {
-		needsApproval[d.Name] = d.Required || r.chat.Approve.Match(d.Name)
+		needsDecision[d.Name] = d.Required || r.chat.Approve.Match(d.Name)
 	}
-	decided := chat.Decisions(history)
-	var open, unseen []chat.ToolCall
-	for _, c := range unresolved {
-		_, hasDecision := decided[c.ToolCallID]
-		switch {
-		case slices.ContainsFunc(approved, func(a chat.ToolCall) bool { return a.ToolCallID == c.ToolCallID }):
-		case slices.ContainsFunc(r.chat.DynamicTools, func(t chat.DynamicTool) bool { return t.Name == c.ToolName }):
-			unseen = append(unseen, c)
-		case needsApproval[c.ToolName] && !hasDecision && len(approved) == 0:
-			// Undecided, so it never ran: the dispatcher leaves it for a
-			// person again.
-			unseen = append(unseen, c)
-		default:
-			open = append(open, c)
-		}
-	}
+	open := chat.SortOpenCalls(history, r.chat.DynamicTools, func(name string) bool { return needsDecision[name] })
 	if r.chat.InterruptRequested {
 		// The interrupt arrived while no step ran (the worker that was
 		// asked died): there is nothing to stop. The calls that may have
-		// run (open: approved ones marked started among them) say so; the
+		// run (approved ones marked started among them) say so; the
 		// others are cancelled, and the queued messages answered.
 		r.cancel(errInterrupted)
-		o := &outcome{}
-		if len(open) > 0 {
-			o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: chat.SyntheticResults(open, chat.ReasonUnknownOutcome)}
+		o := &stepOutcome{}
+		if parts := open.Stopped(chat.ReasonInterrupted); len(parts) > 0 {
+			o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}
 		}
 		return o, model, nil
 	}
-	o := &outcome{run: append(approved, unseen...), approved: len(approved) > 0}
-	if len(open) > 0 || len(approved) > 0 {
-		// One tool message: the results of the calls left open, then the
-		// marks of the approved calls about to run, written before they run.
-		parts := append(chat.SyntheticResults(open, chat.ReasonUnknownOutcome), chat.StartedMarks(approved)...)
+	o := &stepOutcome{run: append(open.Approved, open.Unseen...), approved: len(open.Approved) > 0}
+	if len(open.MayHaveRun) > 0 || len(open.Approved) > 0 {
+		// One tool message: the results of the calls that may have run,
+		// then the marks of the approved calls about to run, written
+		// before they run.
+		parts := append(chat.SyntheticResults(open.MayHaveRun, chat.ReasonUnknownOutcome), chat.StartedMarks(open.Approved)...)
 		o.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: parts}
 	}
 	return o, model, nil
 }
 
-// compactAsked is the outcome of a run asked only to compact the chat
-// (POST /compact): the summary, and the chat waits again; nothing, when
-// there is nothing to summarise.
-func (r *run) compactAsked(ctx context.Context, model llm.Model) *outcome {
+// compactAsked is the outcome of a run asked to compact the chat (POST
+// /compact): the summary, and the chat waits again; nothing, when there
+// is nothing to summarise. A user message nobody answered at the end of
+// the history (sent with busy "interrupt" or promoted by an interrupt
+// while the compaction waited, or left by a run that failed before it
+// answered) is answered after the summary: then the run goes on (a nil
+// outcome when there was nothing to summarise).
+func (r *run) compactAsked(ctx context.Context, model llm.Model) *stepOutcome {
+	goOn := endsWithUser(r.history)
 	o := r.compact(ctx, model, chat.CompactManual, chat.ContextTokens(r.history, 0))
 	switch {
+	case o == nil && goOn:
+		return nil
 	case o == nil:
-		return &outcome{done: true}
+		return &stepOutcome{done: true}
 	case o.failure != nil:
 		o.failure.Message += "; compact again, or send a message"
 	case !o.partial:
-		o.done = true
+		o.done = !goOn
 	}
 	return o
+}
+
+// endsWithUser reports whether the history's last message but compactions
+// is a user message: one the model has not answered.
+func endsWithUser(history []chat.Message) bool {
+	for i := len(history) - 1; i >= 0; i-- {
+		if m := history[i]; !chat.IsCompaction(m) {
+			return m.Role == chat.RoleUser
+		}
+	}
+	return false
 }
 
 // answered reports whether the history ends with an answer of the model
@@ -227,7 +230,7 @@ func (r *run) forModel() []chat.Message {
 // step makes one model call (the step-th of the run) and returns what came
 // of it: an answer whose calls run next, an answer that ends the run, what
 // streamed before the run was stopped, or the model's failure.
-func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.ToolDef) (*outcome, error) {
+func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.ToolDef) (*stepOutcome, error) {
 	if step == 1 {
 		r.maybeTitle(model, r.history)
 	}
@@ -248,13 +251,13 @@ func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.To
 	pub.end()
 	switch {
 	case callErr != nil && ctx.Err() != nil:
-		o := &outcome{partial: true}
+		o := &stepOutcome{partial: true}
 		if parts := pub.partial(); len(parts) > 0 {
 			o.answer = &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: parts}
 		}
 		return o, nil
 	case callErr != nil:
-		return &outcome{failure: modelError(callErr), open: chat.ReasonUnknownOutcome}, nil
+		return &stepOutcome{failure: modelError(callErr), open: chat.ReasonUnknownOutcome}, nil
 	}
 	answer := &chat.Message{ID: msgID, ChatID: r.chat.ID, Role: chat.RoleAssistant, Parts: res.Parts,
 		Usage: &chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}}
@@ -272,7 +275,7 @@ func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.To
 	}
 	// The calls are recorded before they run: if this worker dies
 	// meanwhile, the next one answers them instead of losing them.
-	return &outcome{answer: answer, run: calls}, nil
+	return &stepOutcome{answer: answer, run: calls}, nil
 }
 
 // uniqueCallIDs gives each tool call of an answer's parts an id no other
@@ -306,7 +309,7 @@ func (r *run) uniqueCallIDs(parts []chat.Part) {
 // runTools runs the calls of o, which record wrote, and returns what came
 // of them: results, calls left for a client or a person, or a source's
 // failure.
-func (r *run) runTools(ctx context.Context, o outcome) outcome {
+func (r *run) runTools(ctx context.Context, o stepOutcome) stepOutcome {
 	var callsBy int64 // the assistant message that made the calls
 	for i := len(r.history) - 1; i >= 0 && callsBy == 0; i-- {
 		if r.history[i].Role == chat.RoleAssistant {
@@ -327,7 +330,7 @@ func (r *run) runTools(ctx context.Context, o outcome) outcome {
 	// still leaves the client's and the undecided ones waiting.
 	out := r.e.tools.Run(ctx, step)
 	over.Store(true)
-	next := outcome{awaiting: out.Awaiting, stepDone: true}
+	next := stepOutcome{awaiting: out.Awaiting, stepDone: true}
 	if len(out.Results) > 0 {
 		next.tool = &chat.Message{ChatID: r.chat.ID, Role: chat.RoleTool, Parts: out.Results}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm"
-	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -24,39 +23,51 @@ const (
 // maybeTitle generates a chat's title in the background when the run
 // answers its first user message and the title is still the fallback made
 // from that message. It never delays the answer; if it fails, the fallback
-// stays. The echo model cannot summarise, so its chats keep the fallback.
+// stays. Only the chat's first run (its first lease) calls the model for a
+// title: one after a hand-back, a recovery or a retry does not, so a chat
+// costs one title call at most. The call's usage is the chat's and its
+// owner's, like a step's, and counts against the owner's budgets; the
+// call is cancelled when the engine shuts down, which it never holds up.
+// The echo model cannot summarise, so its chats keep the fallback.
 func (r *run) maybeTitle(model llm.Model, history []chat.Message) {
-	if len(history) != 1 || history[0].Role != chat.RoleUser {
+	if len(history) != 1 || history[0].Role != chat.RoleUser || r.lease.Generation != 1 {
 		return
 	}
 	if n, ok := model.Provider.(llm.Named); ok && n.Name() == "echo" {
 		return
 	}
-	fallback := service.FallbackTitle(history[0].Parts, chat.DefaultLimits.MaxTitleBytes)
+	fallback := chat.FallbackTitle(history[0].Parts, chat.DefaultLimits.MaxTitleBytes)
 	if r.chat.Title != fallback {
 		return // the client chose a title
 	}
 	e, id, first := r.e, r.chat.ID, history[0]
+	ctx, cancel := context.WithTimeout(r.runs, titleTimeout)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), titleTimeout)
 		defer cancel()
-		title, err := generateTitle(ctx, model, first)
-		if err != nil || title == "" {
+		title, usage, err := generateTitle(ctx, model, first)
+		if err != nil {
 			e.log.Info("title not generated; keeping the fallback", "chat", id, "err", err)
+		}
+		if title == "" && usage == (chat.Usage{}) {
 			return
 		}
-		if err := e.setTitle(ctx, id, fallback, title); err != nil {
+		// Recorded even when the engine is shutting down (the call was
+		// made), within the bound of any write.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.WriteTimeout)
+		defer cancel()
+		if err := e.setTitle(wctx, id, fallback, title, usage); err != nil {
 			e.log.Warn("title not saved", "chat", id, "err", err)
 		}
 	}()
 }
 
-// generateTitle asks the model for a title of the first message. A panic
+// generateTitle asks the model for a title of the first message, and
+// returns it ("" if the model wrote none) with the call's usage. A panic
 // (a provider SDK's) is its error: it runs apart from any run, so nothing
 // else would recover it, and the process would die with it.
-func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (title string, err error) {
+func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (title string, usage chat.Usage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -67,7 +78,7 @@ func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (ti
 		Messages: []chat.Message{{Role: chat.RoleUser, Parts: namedFiles(first.Parts)}},
 	}, func(llm.Event) error { return nil })
 	if err != nil {
-		return "", err
+		return "", chat.Usage{}, err
 	}
 	var b strings.Builder
 	for _, p := range res.Parts {
@@ -75,7 +86,8 @@ func generateTitle(ctx context.Context, model llm.Model, first chat.Message) (ti
 			b.WriteString(p.Text)
 		}
 	}
-	return cleanTitle(b.String()), nil
+	usage = chat.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CostMicros: model.Cost(res.Usage)}
+	return cleanTitle(b.String()), usage, nil
 }
 
 // namedFiles returns parts with each file as a text naming it: a title
@@ -103,13 +115,23 @@ func cleanTitle(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// setTitle replaces the chat's title if it is still fallback, and announces
-// the change. It is metadata, like a client's PATCH, so it takes no lease.
-func (e *Engine) setTitle(ctx context.Context, id, fallback, title string) error {
+// setTitle adds the title call's usage to the chat's (and so its
+// owner's), and replaces the chat's title with title if it is still
+// fallback, announcing the change. It is metadata, like a client's PATCH,
+// so it takes no lease.
+func (e *Engine) setTitle(ctx context.Context, id, fallback, title string, usage chat.Usage) error {
 	return e.commit(ctx, func(tx store.Tx, n *events.Notice) error {
 		c, err := tx.LockChat(ctx, id)
-		if err != nil || c.Title != fallback {
+		if err != nil {
 			return err
+		}
+		if usage != (chat.Usage{}) {
+			if err := tx.AddUsage(ctx, id, usage); err != nil {
+				return fmt.Errorf("add the title call's usage: %w", err)
+			}
+		}
+		if title == "" || c.Title != fallback {
+			return nil
 		}
 		c.Title = title
 		if err := tx.UpdateChatMeta(ctx, &c); err != nil {

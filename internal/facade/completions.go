@@ -152,7 +152,7 @@ const titlePrefix = "API: "
 func title(history []chat.Message, maxBytes int) string {
 	for _, m := range history {
 		if m.Role == chat.RoleUser {
-			return titlePrefix + service.FallbackTitle(m.Parts, maxBytes-len(titlePrefix))
+			return titlePrefix + chat.FallbackTitle(m.Parts, maxBytes-len(titlePrefix))
 		}
 	}
 	return titlePrefix + "chat completion"

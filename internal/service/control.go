@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/chattx"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 // Interrupt stops the work in progress of the owner's chat: a running chat is
 // asked to stop (its worker acts on the flag); a requires_action or pending
-// chat gets "cancelled" results for its open calls, its queued messages are
+// chat gets results for its open calls ("cancelled", or "outcome unknown"
+// for a call a worker that died may have started), its queued messages are
 // promoted, and it waits (or stays pending, to answer them). A waiting or
 // error chat is left as it is. It returns the chat.
 func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, error) {
@@ -29,12 +31,14 @@ func (s *Service) Interrupt(ctx context.Context, owner, id string) (chat.Chat, e
 			}
 			c.InterruptRequested = true
 		case chat.RequiresAction, chat.Pending:
-			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonInterrupted, n); err != nil {
+			// No run holds the chat: a call a dead worker may have started
+			// is answered "outcome unknown", the others cancelled.
+			if err := chattx.StopOpenCalls(ctx, tx, c, s.needsDecision(c), chat.ReasonInterrupted, n); err != nil {
 				return err
 			}
 			// Messages queued behind the stopped work are answered next,
 			// as when a run ends.
-			queued, err := PromoteQueued(ctx, tx, id, n)
+			queued, err := chattx.PromoteQueued(ctx, tx, id, n)
 			if err != nil {
 				return err
 			}

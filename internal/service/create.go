@@ -21,10 +21,6 @@ const (
 	MaxToolResultTimeout = 24 * time.Hour
 )
 
-// fallbackTitleRunes is the length a first message is cut to when it serves
-// as the title.
-const fallbackTitleRunes = 60
-
 // NewChat is what a client may set when it creates a chat; it is also the
 // JSON body of POST /api/v1/chats.
 type NewChat struct {
@@ -77,7 +73,7 @@ func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created
 			return Created{}, err
 		}
 		if c.Title == "" && in.Title == "" {
-			c.Title = FallbackTitle(first, s.limits().MaxTitleBytes) // a file alone: its name
+			c.Title = chat.FallbackTitle(first, s.limits().MaxTitleBytes) // a file alone: its name
 		}
 		if err := s.checkBudget(ctx, owner); err != nil {
 			return Created{}, fmt.Errorf("create chat: %w", err)
@@ -212,7 +208,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 	if first != nil {
 		c.Status = chat.Pending
 		if c.Title == "" {
-			c.Title = FallbackTitle(first, lim.MaxTitleBytes)
+			c.Title = chat.FallbackTitle(first, lim.MaxTitleBytes)
 		}
 	}
 	return c, first, nil
@@ -239,40 +235,6 @@ func renameField(err error, from, to string) error {
 		return &chat.ValidationError{Field: to + strings.TrimPrefix(ve.Field, from), Message: ve.Message}
 	}
 	return err
-}
-
-// FallbackTitle makes a title of a first message: its text (without any,
-// the names of its files) with white space collapsed, cut on a word
-// boundary to about 60 characters (and at most maxBytes bytes), with "…"
-// when cut.
-func FallbackTitle(parts []chat.Part, maxBytes int) string {
-	var words, names []string
-	for _, p := range parts {
-		switch p.Type {
-		case chat.PartText:
-			words = append(words, strings.Fields(p.Text)...)
-		case chat.PartFile:
-			names = append(names, strings.Fields(p.Name)...)
-		}
-	}
-	if len(words) == 0 {
-		words = names
-	}
-	text := strings.Join(words, " ")
-	if utf8.RuneCountInString(text) <= fallbackTitleRunes && len(text) <= maxBytes {
-		return text
-	}
-	const ellipsis = "…"
-	cut := []rune(text)[:min(fallbackTitleRunes, utf8.RuneCountInString(text))]
-	for len(string(cut))+len(ellipsis) > maxBytes && len(cut) > 0 {
-		cut = cut[:len(cut)-1]
-	}
-	short := string(cut)
-	midWord := !strings.HasPrefix(text[len(short):], " ")
-	if i := strings.LastIndexByte(short, ' '); midWord && i > 0 {
-		short = short[:i]
-	}
-	return strings.TrimRight(short, " ,.;:") + ellipsis
 }
 
 // isServerTool reports a server-side tool's name.

@@ -55,11 +55,11 @@ func (s *Service) Compact(ctx context.Context, owner, id string) (chat.Chat, err
 		if c, err = s.lockIdle(ctx, tx, owner, id, "compacted"); err != nil {
 			return err
 		}
-		history, err := sinceCompaction(ctx, tx, id)
+		history, err := historyFromCompaction(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if _, live := chat.SinceCompaction(history); chat.CompactionCut(live, 0) == 0 {
+		if _, live := chat.SplitAtSummary(history); chat.CompactionCut(live, 0) == 0 {
 			return &NothingToCompactError{ChatID: id}
 		}
 		before := c.Status
@@ -111,7 +111,7 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 		}
 		edited := page[0]
 		edited.Parts = parts
-		history, err := sinceCompaction(ctx, tx, id)
+		history, err := historyFromCompaction(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 		}
 		// The last user message is always after the newest compaction's
 		// cut: a compaction keeps the last turn.
-		history, err := sinceCompaction(ctx, tx, id)
+		history, err := historyFromCompaction(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -301,9 +301,9 @@ func (s *Service) lockIdle(ctx context.Context, tx store.Tx, owner, id, done str
 	return c, nil
 }
 
-// sinceCompaction reads the chat's history from its newest compaction on
+// historyFromCompaction reads the chat's history from its newest compaction on
 // (store.Reader.SinceCompaction), all of it.
-func sinceCompaction(ctx context.Context, r store.Reader, id string) ([]chat.Message, error) {
+func historyFromCompaction(ctx context.Context, r store.Reader, id string) ([]chat.Message, error) {
 	byChat, err := r.SinceCompaction(ctx, []string{id}, store.MaxPageSize)
 	if err != nil {
 		return nil, fmt.Errorf("read the history of %s: %w", id, err)
@@ -334,7 +334,7 @@ func (s *Service) withContext(ctx context.Context, c *chat.Chat) error {
 		return err
 	}
 	if len(history) == 0 || chat.IsCompaction(history[0]) || history[0].Usage == nil || history[0].Usage.InputTokens == 0 {
-		if history, err = sinceCompaction(ctx, s.st, c.ID); err != nil {
+		if history, err = historyFromCompaction(ctx, s.st, c.ID); err != nil {
 			return err
 		}
 	}

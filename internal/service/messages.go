@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/chattx"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -21,9 +22,10 @@ type PostResult struct {
 // chat gets it in its history and becomes pending. A busy chat (pending,
 // running, requires_action) follows busy: BusyQueue ("" too) queues it,
 // BusyReject refuses it with a BusyError, and BusyInterrupt cuts the work in
-// progress short: a pending chat takes the message at once; a requires_action
-// chat gets "cancelled" results for its open calls, then the message, and
-// becomes pending; a running chat queues it and is asked to stop the step, so
+// progress short: a pending or requires_action chat gets results for its
+// open calls ("cancelled", or "outcome unknown" for a call a worker that
+// died may have started: chattx.StopOpenCalls), then the message, and is
+// pending; a running chat queues it and is asked to stop the step, so
 // its worker promotes the message.
 //
 // A message is new work, queued ones too (a queued message starts a run
@@ -63,16 +65,16 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		case !c.Status.Busy():
 			// Calls a failed run left open are answered first: nothing may
 			// stand between a call and its result.
-			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonUnknownOutcome, n); err != nil {
+			if err := chattx.AnswerOpenCalls(ctx, tx, id, chat.ReasonUnknownOutcome, n); err != nil {
 				return err
 			}
 			if err := s.titleFirst(ctx, tx, &c, parts, n); err != nil {
 				return err
 			}
-			if _, err := PromoteQueued(ctx, tx, id, n); err != nil {
+			if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts, n); err != nil {
+			if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
 				return err
 			}
 			c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
@@ -93,15 +95,17 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 				}
 			}
 		default: // interrupt a pending or requires_action chat
-			if err := CancelOpenCalls(ctx, tx, id, chat.ReasonNewMessage, n); err != nil {
+			// No run holds the chat: a call a dead worker may have started
+			// is answered "outcome unknown", the others cancelled.
+			if err := chattx.StopOpenCalls(ctx, tx, c, s.needsDecision(c), chat.ReasonNewMessage, n); err != nil {
 				return err
 			}
 			// Older queued messages go first: a new message never
 			// overtakes them.
-			if _, err := PromoteQueued(ctx, tx, id, n); err != nil {
+			if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
 				return err
 			}
-			if res.Message, err = insertUser(ctx, tx, id, parts, n); err != nil {
+			if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
 				return err
 			}
 			if c.Status == chat.RequiresAction {
@@ -132,7 +136,7 @@ func (s *Service) titleFirst(ctx context.Context, tx store.Tx, c *chat.Chat, par
 	if err != nil {
 		return fmt.Errorf("read history: %w", err)
 	}
-	title := FallbackTitle(parts, s.limits().MaxTitleBytes)
+	title := chat.FallbackTitle(parts, s.limits().MaxTitleBytes)
 	if len(first) > 0 || title == "" {
 		return nil
 	}
@@ -146,52 +150,10 @@ func (s *Service) titleFirst(ctx context.Context, tx store.Tx, c *chat.Chat, par
 	return nil
 }
 
-// insertUser appends a user message to the chat's history.
-func insertUser(ctx context.Context, tx store.Tx, chatID string, parts []chat.Part, n *events.Notice) (*chat.Message, error) {
-	m := chat.Message{ChatID: chatID, Role: chat.RoleUser, Parts: parts}
-	if err := tx.InsertMessage(ctx, &m); err != nil {
-		return nil, fmt.Errorf("insert message: %w", err)
+// needsDecision reports, for chat c, a server-side tool whose calls wait
+// for a person's approval (chat.SortOpenCalls).
+func (s *Service) needsDecision(c chat.Chat) func(name string) bool {
+	return func(name string) bool {
+		return s.tools != nil && s.tools.Has(name) && (s.tools.RequiresApproval(name) || c.Approve.Match(name))
 	}
-	n.Message(m)
-	return &m, nil
-}
-
-// PromoteQueued moves a chat's queued messages into its history, in arrival
-// order, and reports whether there were any. The engine calls it when a run
-// ends; PostMessage calls it for an idle chat, so a new message never
-// overtakes an older one.
-func PromoteQueued(ctx context.Context, tx store.Tx, chatID string, n *events.Notice) (bool, error) {
-	queued, err := tx.ListQueued(ctx, chatID)
-	if err != nil {
-		return false, fmt.Errorf("list queued: %w", err)
-	}
-	for _, q := range queued {
-		if _, err := insertUser(ctx, tx, chatID, q.Parts, n); err != nil {
-			return false, err
-		}
-		if err := tx.DeleteQueued(ctx, q.ID); err != nil {
-			return false, fmt.Errorf("delete queued %d: %w", q.ID, err)
-		}
-	}
-	return len(queued) > 0, nil
-}
-
-// CancelOpenCalls answers every tool call of the chat's last assistant
-// message that has no result yet with a synthetic error result, in one tool
-// message, so no call is left dangling.
-func CancelOpenCalls(ctx context.Context, tx store.Tx, chatID, reason string, n *events.Notice) error {
-	tail, err := tx.LastTurn(ctx, chatID)
-	if err != nil {
-		return err
-	}
-	calls := chat.UnresolvedCalls(tail)
-	if len(calls) == 0 {
-		return nil
-	}
-	m := chat.Message{ChatID: chatID, Role: chat.RoleTool, Parts: chat.SyntheticResults(calls, reason)}
-	if err := tx.InsertMessage(ctx, &m); err != nil {
-		return fmt.Errorf("insert cancelled results: %w", err)
-	}
-	n.Message(m)
-	return nil
 }

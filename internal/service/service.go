@@ -49,6 +49,9 @@ type ServerTools interface {
 	// Names lists them, so creating a chat can warn of a glob of its
 	// "tools" that matches none.
 	Names() []string
+	// RequiresApproval reports a tool whose calls wait for a person's
+	// approval by its policy.
+	RequiresApproval(name string) bool
 	// Describe gives a tool's source and description, shown with a call
 	// waiting for approval.
 	Describe(name string) (source, description string, ok bool)
