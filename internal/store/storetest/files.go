@@ -224,8 +224,10 @@ func testFileList(t *testing.T, open opener) {
 		}
 	}
 	wantEqual(t, "files, newest first", got, want)
-	_, err := s.ListFiles(t.Context(), store.FileQuery{Owner: "alice", Cursor: "nonsense"})
-	wantErr(t, "a bad cursor", err, store.ErrBadCursor)
+	for _, cursor := range append([]string{"nonsense"}, forgedCursors()...) {
+		_, err := s.ListFiles(t.Context(), store.FileQuery{Owner: "alice", Cursor: cursor})
+		wantErr(t, fmt.Sprintf("cursor %q", cursor), err, store.ErrBadCursor)
+	}
 }
 
 func testFileBadContent(t *testing.T, open opener) {
