@@ -190,6 +190,8 @@ func TestFileUploadRefusals(t *testing.T) {
 	}{
 		{"HTML declared as an image", "cat.png", "image/png", []byte("<!DOCTYPE html><html><script>alert(1)</script></html>"), 415, "unsupported_media_type"},
 		{"an executable", "tool.txt", "text/plain", exe[:32<<10], 415, "unsupported_media_type"},
+		{"an executable behind 4 KiB of text", "notes.txt", "text/plain",
+			append(bytes.Repeat([]byte("just words\n"), 400), exe[:16<<10]...), 415, "unsupported_media_type"},
 		{"an empty file", "empty.txt", "text/plain", nil, 400, "invalid_field"},
 		{"one byte too many", "big.txt", "text/plain", bytes.Repeat([]byte("a"), 64<<10+1), 413, "file_too_large"},
 	} {

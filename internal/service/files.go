@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -17,9 +15,6 @@ import (
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
 )
-
-// MaxFileNameBytes bounds an uploaded file's name.
-const MaxFileNameBytes = 255
 
 // FileIDPrefix starts every file id.
 const FileIDPrefix = "file_"
@@ -115,16 +110,10 @@ func (s *Service) fileQuota(ctx context.Context, owner string) (limit, used int6
 	return l.MaxFileBytes, used, nil
 }
 
-// checkFileName refuses a name that is too long, not UTF-8, or holds
-// control characters.
+// checkFileName refuses a name files.CheckName refuses.
 func checkFileName(name string) error {
-	switch {
-	case !utf8.ValidString(name):
-		return &chat.ValidationError{Field: "file", Message: "the file name must be valid UTF-8"}
-	case len(name) > MaxFileNameBytes:
-		return &chat.ValidationError{Field: "file", Message: fmt.Sprintf("the file name is %d bytes, at most %d allowed", len(name), MaxFileNameBytes)}
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return &chat.ValidationError{Field: "file", Message: "the file name must not hold control characters"}
+	if err := files.CheckName(name); err != nil {
+		return &chat.ValidationError{Field: "file", Message: err.Error()}
 	}
 	return nil
 }
