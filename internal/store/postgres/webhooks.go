@@ -393,7 +393,8 @@ func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (m
 }
 
 func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
-	if err := dbutil.CheckBatchOutcome(o); err != nil {
+	o, err := dbutil.CheckBatchOutcome(o)
+	if err != nil {
 		return err
 	}
 	ids, statuses := make([]int64, len(o.Outcomes)), make([]string, len(o.Outcomes))
@@ -401,7 +402,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) erro
 	for i, d := range o.Outcomes {
 		ids[i], statuses[i], retries[i], codes[i], errs[i] = d.ID, d.Status, d.RetryIn.Microseconds(), int32(d.StatusCode), d.Error
 	}
-	err := s.writeTx(ctx, func(q querier) error {
+	err = s.writeTx(ctx, func(q querier) error {
 		e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = $1 AND claimed_by = $2 FOR UPDATE`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, pgx.ErrNoRows) {

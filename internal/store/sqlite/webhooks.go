@@ -419,11 +419,12 @@ func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (m
 }
 
 func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
-	if err := dbutil.CheckBatchOutcome(o); err != nil {
+	o, err := dbutil.CheckBatchOutcome(o)
+	if err != nil {
 		return err
 	}
 	now := dbutil.Now()
-	err := s.writeOne(ctx, func(q querier) error {
+	err = s.writeOne(ctx, func(q querier) error {
 		e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = ? AND claimed_by = ?`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, sql.ErrNoRows) {

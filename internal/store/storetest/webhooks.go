@@ -25,6 +25,7 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"ClaimConcurrentInOrder":   testClaimConcurrentInOrder,
 	"FinishRetryAndStreak":     testFinishRetryAndStreak,
 	"FinishGoneDisables":       testFinishGoneDisables,
+	"FinishStoresAnyText":      testFinishStoresAnyText,
 	"RedeliverAndList":         testRedeliverAndList,
 	"RotateSecret":             testRotateSecret,
 	"EventBodyOnce":            testEventBodyOnce,
