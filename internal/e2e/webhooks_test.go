@@ -60,7 +60,7 @@ func webhookReceiver(t *testing.T, s *server) <-chan hook {
 	}))
 	t.Cleanup(srv.Close)
 	ep.URL = srv.URL + "/hook"
-	if err := s.st.CreateWebhook(context.Background(), &ep); err != nil {
+	if err := s.st.CreateWebhook(context.Background(), &ep, 0); err != nil {
 		t.Fatal(err)
 	}
 	d, err := webhook.New(webhook.Config{Store: s.st, PubSub: s.ps, Policy: webhook.Policy{AllowPrivate: true},

@@ -25,6 +25,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a row with that key already exists.
 	ErrExists = errors.New("already exists")
+	// ErrCapReached: a write refused because the owner already has what a
+	// cap the caller gave allows (counted in the writing transaction).
+	ErrCapReached = errors.New("cap reached")
 	// ErrBadCursor: a pagination cursor that this store did not issue.
 	ErrBadCursor = errors.New("invalid cursor")
 	// ErrLeaseLost: a fenced write by a worker that no longer holds the chat
@@ -234,6 +237,13 @@ type Tx interface {
 	// DeleteQueued removes one queued message (when it is promoted).
 	DeleteQueued(ctx context.Context, id int64) error
 
+	// LockOwner locks the owner's row until the transaction ends, so the
+	// transactions that count what an owner has against a cap (max_chats,
+	// webhook endpoints, max_file_bytes) and then write pass one at a
+	// time, each counting what the ones before it wrote. It does not keep
+	// others from reading the owner or from adding rows that refer to it.
+	// ErrNotFound if there is no such owner.
+	LockOwner(ctx context.Context, owner string) error
 	// CreateOwner creates an owner; created is false if it existed already.
 	CreateOwner(ctx context.Context, name string) (created bool, err error)
 	// InsertToken stores a token (its hash, never its secret). ErrExists on a

@@ -183,8 +183,11 @@ type BatchOutcome struct {
 // owner subscribes to and their deliveries (one per such endpoint).
 type Webhooks interface {
 	// CreateWebhook stores a new endpoint; it sets CreatedAt and UpdatedAt.
-	// ErrNotFound if the owner does not exist; ErrExists on a duplicate id.
-	CreateWebhook(ctx context.Context, e *WebhookEndpoint) error
+	// ErrNotFound if the owner does not exist; ErrExists on a duplicate id;
+	// ErrCapReached if the owner has max endpoints already (0: no cap),
+	// counted under the owner's lock (Tx.LockOwner) in the transaction that
+	// inserts, so creations that race each other never pass max.
+	CreateWebhook(ctx context.Context, e *WebhookEndpoint, max int) error
 	// GetWebhook returns one of the owner's endpoints.
 	GetWebhook(ctx context.Context, owner, id string) (WebhookEndpoint, error)
 	// ListWebhooks returns the owner's endpoints, oldest first.
@@ -203,6 +206,11 @@ type Webhooks interface {
 	// Redeliver queues a new delivery of a delivery's event (the same
 	// webhook-id) to the same endpoint, due at once, and returns it.
 	Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (WebhookDelivery, error)
+	// RedeliverFailed queues a new delivery, due at once, of every event
+	// whose last delivery to one of the owner's endpoints failed and was
+	// created at or after since, in event order, and returns how many it
+	// queued. ErrNotFound if the endpoint is not the owner's.
+	RedeliverFailed(ctx context.Context, owner, endpointID string, since time.Time) (int, error)
 	// WebhookEvents returns the owner's events, in the order written, for
 	// tests and tools.
 	WebhookEvents(ctx context.Context, owner string) ([]WebhookEvent, error)

@@ -1,9 +1,12 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 var webhookTests = map[string]func(*testing.T, opener){
 	"EndpointCRUD":             testWebhookCRUD,
 	"EndpointOwnerScoped":      testWebhookOwnerScoped,
+	"EndpointCapUnderRaces":    testWebhookCapUnderRaces,
 	"OutboxEventsPerChange":    testOutboxEventsPerChange,
 	"OutboxRollbackWritesNone": testOutboxRollback,
 	"OutboxSubscriptions":      testOutboxSubscriptions,
@@ -36,7 +40,7 @@ var webhookTests = map[string]func(*testing.T, opener){
 func addWebhook(t *testing.T, s store.Store, id, owner string, events ...string) store.WebhookEndpoint {
 	t.Helper()
 	e := store.WebhookEndpoint{ID: id, Owner: owner, URL: "https://example.com/" + id, Events: events, Secret: "whsec_" + id}
-	if err := s.CreateWebhook(t.Context(), &e); err != nil {
+	if err := s.CreateWebhook(t.Context(), &e, 0); err != nil {
 		t.Fatalf("CreateWebhook: %v", err)
 	}
 	return e
@@ -83,9 +87,10 @@ func testWebhookCRUD(t *testing.T, open opener) {
 	}
 	wantEqual(t, "endpoint", got, e)
 	dup := store.WebhookEndpoint{ID: "wh_1", Owner: "alice", URL: "https://x", Events: []string{"*"}, Secret: "s"}
-	wantErr(t, "duplicate id", s.CreateWebhook(t.Context(), &dup), store.ErrExists)
+	wantErr(t, "duplicate id", s.CreateWebhook(t.Context(), &dup, 0), store.ErrExists)
 	nobody := store.WebhookEndpoint{ID: "wh_2", Owner: "nobody", URL: "https://x", Events: []string{"*"}, Secret: "s"}
-	wantErr(t, "unknown owner", s.CreateWebhook(t.Context(), &nobody), store.ErrNotFound)
+	wantErr(t, "unknown owner", s.CreateWebhook(t.Context(), &nobody, 0), store.ErrNotFound)
+	wantErr(t, "unknown owner, with a cap", s.CreateWebhook(t.Context(), &nobody, 5), store.ErrNotFound)
 
 	url, desc := "https://example.org/hook", "mine"
 	up, err := s.UpdateWebhook(t.Context(), "alice", "wh_1", store.WebhookPatch{URL: &url, Description: &desc,
@@ -493,3 +498,52 @@ func testPruneWebhooks(t *testing.T, open opener) {
 }
 
 // retitle changes the chat's title n times, writing n title_changed events.
+
+// testWebhookCapUnderRaces: creations that race each other, released
+// together by a barrier, never pass the cap: each counts under the
+// owner's lock, in the transaction that inserts (counted before it, 20
+// creations from 3 endpoints gave far more than 5 on PostgreSQL). Another
+// owner's endpoints do not count.
+func testWebhookCapUnderRaces(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addOwner(t, s, "bob")
+	for i := range 3 {
+		addWebhook(t, s, fmt.Sprintf("wh_a%d", i), "alice", store.EventAll)
+		addWebhook(t, s, fmt.Sprintf("wh_b%d", i), "bob", store.EventAll)
+	}
+	const max, racers = 5, 20
+	start := make(chan struct{})
+	errs := make(chan error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			e := store.WebhookEndpoint{ID: fmt.Sprintf("wh_r%d", i), Owner: "alice", URL: "https://x", Events: []string{"*"}, Secret: "s"}
+			errs <- s.CreateWebhook(context.Background(), &e, max)
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	created := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, store.ErrCapReached):
+			t.Fatalf("CreateWebhook: %v, want nil or ErrCapReached", err)
+		}
+	}
+	list, err := s.ListWebhooks(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created != max-3 || len(list) != max {
+		t.Fatalf("%d racing creations passed, alice has %d endpoints; want %d and %d", created, len(list), max-3, max)
+	}
+	e := store.WebhookEndpoint{ID: "wh_b9", Owner: "bob", URL: "https://x", Events: []string{"*"}, Secret: "s"}
+	if err := s.CreateWebhook(t.Context(), &e, 4); err != nil {
+		t.Fatalf("bob's 4th endpoint under a cap of 4: %v", err)
+	}
+}
