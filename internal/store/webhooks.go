@@ -11,6 +11,8 @@ import (
 // Webhook event types. The stores write them (the outbox, see Webhooks) on
 // these changes of a chat:
 const (
+	// EventCreated: the chat was created (in any status; a fork too).
+	EventCreated = "chat.created"
 	// EventStatusChanged: every change of status.
 	EventStatusChanged = "chat.status_changed"
 	// EventActionRequired: the chat became requires_action.
@@ -28,7 +30,7 @@ const (
 
 // EventTypes lists every webhook event type, in the order the events of one
 // change are written.
-var EventTypes = []string{EventStatusChanged, EventActionRequired, EventCompleted, EventFailed, EventTitleChanged}
+var EventTypes = []string{EventCreated, EventStatusChanged, EventActionRequired, EventCompleted, EventFailed, EventTitleChanged}
 
 // KnownEventType reports whether t is an event type or EventAll.
 func KnownEventType(t string) bool { return t == EventAll || slices.Contains(EventTypes, t) }
@@ -178,8 +180,8 @@ type BatchOutcome struct {
 // Webhooks is the store's part for webhooks. Endpoints are owner-scoped:
 // another owner's endpoint or delivery is ErrNotFound.
 //
-// The outbox is the stores' own: every change of a chat's status or title
-// writes, in the same transaction, the events some enabled endpoint of the
+// The outbox is the stores' own: a chat's creation and every change of its
+// status or title write, in the same transaction, the events some enabled endpoint of the
 // owner subscribes to and their deliveries (one per such endpoint).
 type Webhooks interface {
 	// CreateWebhook stores a new endpoint; it sets CreatedAt and UpdatedAt.

@@ -22,6 +22,7 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"OutboxRollbackWritesNone": testOutboxRollback,
 	"OutboxSubscriptions":      testOutboxSubscriptions,
 	"OutboxTitleAndRecovery":   testOutboxTitleAndRecovery,
+	"OutboxChatCreated":        testOutboxChatCreated,
 	"OutboxActionThrough":      testOutboxActionThrough,
 	"ClaimOneAtATimeInOrder":   testClaimInOrder,
 	"ClaimLeaseRetaken":        testClaimLeaseRetaken,
@@ -35,6 +36,11 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"EventBodyOnce":            testEventBodyOnce,
 	"Prune":                    testPruneWebhooks,
 }
+
+// changeTypes are the event types of a chat's changes, its creation left
+// out: what the tests that count a change's events subscribe to.
+var changeTypes = []string{store.EventStatusChanged, store.EventActionRequired, store.EventCompleted,
+	store.EventFailed, store.EventTitleChanged}
 
 // addWebhook creates an endpoint of owner subscribed to events.
 func addWebhook(t *testing.T, s store.Store, id, owner string, events ...string) store.WebhookEndpoint {
@@ -133,7 +139,7 @@ func testWebhookOwnerScoped(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	addOwner(t, s, "bob")
-	addWebhook(t, s, "wh_a", "alice", store.EventAll)
+	addWebhook(t, s, "wh_a", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{Owner: "alice"})
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	page, err := s.ListDeliveries(t.Context(), "alice", "wh_a", "", 10)
@@ -227,7 +233,7 @@ func testOutboxEventsPerChange(t *testing.T, open opener) {
 func testOutboxRollback(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{})
 	err := txErr(t, s, func(tx store.Tx) error {
 		if _, err := tx.TransitionChat(t.Context(), c.ID, store.Transition{From: chat.Waiting, To: chat.Pending}); err != nil {
@@ -269,9 +275,10 @@ func testOutboxSubscriptions(t *testing.T, open opener) {
 	if got := count("wh_failed"); len(got) != 1 || got[0].EventType != store.EventFailed {
 		t.Fatalf("wh_failed's deliveries = %+v, want one chat.failed", got)
 	}
-	// addChat's own change (pending -> running) went to wh_all too.
-	if got := count("wh_all"); len(got) != 3 {
-		t.Fatalf("wh_all's deliveries = %+v, want 3", got)
+	// The chat's creation and addChat's own change (pending -> running)
+	// went to wh_all too.
+	if got := count("wh_all"); len(got) != 4 || got[3].EventType != store.EventCreated {
+		t.Fatalf("wh_all's deliveries = %+v, want 4, the first chat.created", got)
 	}
 	if got := count("wh_off"); len(got) != 0 {
 		t.Fatalf("the disabled endpoint got %d deliveries", len(got))
@@ -291,7 +298,7 @@ func testOutboxSubscriptions(t *testing.T, open opener) {
 func testOutboxTitleAndRecovery(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{Title: "a"})
 	inTx(t, s, func(tx store.Tx) error {
 		c.Title, c.Labels = "b", map[string]string{"k": "v"}
@@ -545,5 +552,41 @@ func testWebhookCapUnderRaces(t *testing.T, open opener) {
 	e := store.WebhookEndpoint{ID: "wh_b9", Owner: "bob", URL: "https://x", Events: []string{"*"}, Secret: "s"}
 	if err := s.CreateWebhook(t.Context(), &e, 4); err != nil {
 		t.Fatalf("bob's 4th endpoint under a cap of 4: %v", err)
+	}
+}
+
+// testOutboxChatCreated: inserting a chat writes a chat.created event, the
+// chat as created, for the endpoints subscribed to it (or to "*"), in the
+// inserting transaction: none when it rolls back, none without a
+// subscriber.
+func testOutboxChatCreated(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addOwner(t, s, "bob")
+	addWebhook(t, s, "wh_created", "alice", store.EventCreated)
+	addWebhook(t, s, "wh_other", "alice", store.EventStatusChanged)
+	addWebhook(t, s, "wh_bob", "bob", store.EventAll)
+	err := txErr(t, s, func(tx store.Tx) error {
+		c := chat.Chat{ID: "rolled-back", Owner: "alice", Model: "m", Status: chat.Waiting}
+		if err := tx.InsertChat(t.Context(), &c); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	wantErr(t, "rolled back", err, errBoom)
+	c := addChat(t, s, chat.Chat{Title: "hello", Labels: map[string]string{"k": "v"}, Status: chat.Pending})
+	evs, err := s.WebhookEvents(t.Context(), "alice")
+	if err != nil || len(evs) != 1 || evs[0].Type != store.EventCreated || evs[0].ChatID != c.ID ||
+		evs[0].Chat.Title != "hello" || evs[0].Chat.Status != chat.Pending || evs[0].Chat.Labels["k"] != "v" {
+		t.Fatalf("events after a creation = %+v, %v", evs, err)
+	}
+	for id, want := range map[string]int{"wh_created": 1, "wh_other": 0} {
+		page, err := s.ListDeliveries(t.Context(), "alice", id, "", 10)
+		if err != nil || len(page.Deliveries) != want {
+			t.Fatalf("%s's deliveries = %+v, %v; want %d", id, page.Deliveries, err, want)
+		}
+	}
+	if got := eventTypes(t, s, "bob"); len(got) != 0 {
+		t.Fatalf("bob's events = %v: another owner's chat", got)
 	}
 }

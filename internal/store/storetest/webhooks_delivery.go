@@ -110,7 +110,7 @@ func testClaimInOrder(t *testing.T, open opener) {
 func testClaimLeaseRetaken(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{})
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	got := claim(t, s, "dead", time.Millisecond, 1)
