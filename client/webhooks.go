@@ -14,6 +14,7 @@ import (
 
 // Webhook event types (docs/webhooks.md says when each is sent).
 const (
+	EventChatCreated        = "chat.created"
 	EventChatActionRequired = "chat.action_required"
 	EventChatStatusChanged  = "chat.status_changed"
 	EventChatCompleted      = "chat.completed"
@@ -165,6 +166,16 @@ func (c *Client) Redeliver(ctx context.Context, id, deliveryID string) (Delivery
 	var d Delivery
 	err := c.do(ctx, http.MethodPost, webhookPath(id)+"/deliveries/"+url.PathEscape(deliveryID)+"/redeliver", nil, nil, &d)
 	return d, err
+}
+
+// RedeliverFailed queues again every event whose last delivery to the
+// endpoint failed and was made at or after since, and returns how many.
+func (c *Client) RedeliverFailed(ctx context.Context, id string, since time.Time) (int, error) {
+	var out struct {
+		Redelivered int `json:"redelivered"`
+	}
+	err := c.do(ctx, http.MethodPost, webhookPath(id)+"/redeliver-failed", nil, map[string]any{"since": since}, &out)
+	return out.Redelivered, err
 }
 
 func webhookPath(id string) string { return v1 + "/webhooks/" + url.PathEscape(id) }

@@ -174,6 +174,12 @@ func TestWebhookDeliveriesAndRedeliver(t *testing.T) {
 	apiError(t, err, http.StatusNotFound, "not_found")
 	_, err = alice.ListWebhookDeliveries(ctx, w.ID, 0, "not-a-cursor")
 	apiError(t, err, http.StatusBadRequest, "bad_cursor")
+	// Nothing failed: nothing to redeliver; another owner's endpoint is 404.
+	if n, err := alice.RedeliverFailed(ctx, w.ID, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("RedeliverFailed = %d, %v; want 0", n, err)
+	}
+	_, err = bob.RedeliverFailed(ctx, w.ID, time.Now())
+	apiError(t, err, http.StatusNotFound, "not_found")
 }
 
 // TestVerifyWebhook checks VerifyWebhook against requests signed by the

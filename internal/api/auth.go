@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 // DefaultTokenCheck is how often an open stream re-reads its token when Deps
@@ -96,9 +96,10 @@ func (a *api) tokenRevoked(ctx context.Context) bool {
 	if id == "" {
 		return false
 	}
-	tok, err := a.st.GetToken(ctx, id)
+	tok, err := a.svc.Token(ctx, id)
+	var unknown *service.UnknownTokenError
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &unknown):
 		return true
 	case err != nil:
 		if ctx.Err() == nil {

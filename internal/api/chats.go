@@ -144,7 +144,7 @@ func (a *api) submitApprovals(w http.ResponseWriter, r *http.Request, owner stri
 	}
 	by := service.Decider{Owner: owner}
 	if id, ok := r.Context().Value(tokenIDKey{}).(string); ok {
-		tok, err := a.st.GetToken(r.Context(), id)
+		tok, err := a.svc.Token(r.Context(), id)
 		if err != nil {
 			return fmt.Errorf("read the deciding token: %w", err)
 		}

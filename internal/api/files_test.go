@@ -191,6 +191,8 @@ func TestFileUploadRefusals(t *testing.T) {
 	}{
 		{"HTML declared as an image", "cat.png", "image/png", []byte("<!DOCTYPE html><html><script>alert(1)</script></html>"), 415, "unsupported_media_type"},
 		{"an executable", "tool.txt", "text/plain", exe[:32<<10], 415, "unsupported_media_type"},
+		{"an executable behind 4 KiB of text", "notes.txt", "text/plain",
+			append(bytes.Repeat([]byte("just words\n"), 400), exe[:16<<10]...), 415, "unsupported_media_type"},
 		{"an empty file", "empty.txt", "text/plain", nil, 400, "invalid_field"},
 		{"one byte too many", "big.txt", "text/plain", bytes.Repeat([]byte("a"), 64<<10+1), 413, "file_too_large"},
 	} {
@@ -382,14 +384,18 @@ func TestFileQuota(t *testing.T) {
 	s := newSQLite(t, filesConfig, func(su *setup) { su.cfg.Quotas.Defaults.MaxFileBytes = 3000 })
 	alice, bob := s.token("alice"), s.token("bob")
 	first := s.upload(alice, "a.png", "image/png", pngBytes) // 2,025 bytes of 3,000
-	body, ct := form(t, "file", "b.png", "image/png", pngBytes)
+	other := append(bytes.Clone(pngBytes), 1)
+	body, ct := form(t, "file", "b.png", "image/png", other)
 	e := s.postForm(alice, body, ct).expectError(t, http.StatusTooManyRequests, "quota_exceeded")
 	if e.Error.Details["quota"] != "max_file_bytes" || e.Error.Details["limit"] != float64(3000) {
 		t.Errorf("error details %v", e.Error.Details)
 	}
-	s.upload(bob, "b.png", "image/png", pngBytes) // every owner has its own
+	twin := s.upload(alice, "twin.png", "image/png", pngBytes) // the same bytes are stored once: nothing more
+	s.upload(bob, "b.png", "image/png", other)                 // every owner has its own
 	s.do("DELETE", "/api/v1/files/"+first.ID, alice, nil).expect(t, http.StatusNoContent, nil)
-	s.upload(alice, "c.png", "image/png", pngBytes) // a deleted file no longer counts
+	s.postForm(alice, body, ct).expectError(t, http.StatusTooManyRequests, "quota_exceeded") // its twin keeps the bytes
+	s.do("DELETE", "/api/v1/files/"+twin.ID, alice, nil).expect(t, http.StatusNoContent, nil)
+	s.upload(alice, "c.png", "image/png", pngBytes) // deleted files no chat uses no longer count
 	// A per-owner override takes precedence.
 	var q map[string]any
 	s.do("PUT", "/api/v1/owners/alice/quotas", s.token("admin"), map[string]any{"max_file_bytes": 0}).expect(t, http.StatusOK, &q)

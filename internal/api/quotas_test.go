@@ -118,6 +118,7 @@ func TestOwnerQuotasRoutes(t *testing.T) {
 			`{"max_chats": 1, "nope": 1}`:    "nope",
 			`{"burst": 1.5}`:                 "burst",
 			`{"max_streams": "many"}`:        "max_streams",
+			`{"requests_per_second": 1e-12}`: "requests_per_second",
 		} {
 			e := s.do("PUT", quotasPath("alice"), admin, body).expectError(t, http.StatusBadRequest, "invalid_field")
 			if e.Error.Details["field"] != field {

@@ -63,6 +63,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/webhooks/{id}/rotate-secret", a.authed(a.rotateWebhookSecret))
 	a.handle("GET "+v1+"/webhooks/{id}/deliveries", a.authed(a.listDeliveries))
 	a.handle("POST "+v1+"/webhooks/{id}/deliveries/{delivery_id}/redeliver", a.authed(a.redeliver))
+	a.handle("POST "+v1+"/webhooks/{id}/redeliver-failed", a.authed(a.redeliverFailed))
 
 	// The OpenAI-compatible facade answers everything under /v1/ itself.
 	a.routes[facade.Prefix] = true

@@ -10,16 +10,16 @@ import (
 )
 
 // newPostgresOne starts one API instance on a fresh PostgreSQL schema.
-func newPostgresOne(t *testing.T) *server {
+func newPostgresOne(t *testing.T, opts ...func(*setup)) *server {
 	t.Helper()
-	return newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]))
+	return newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), opts...)
 }
 
 // bothStores runs test on SQLite and on PostgreSQL (when PARLEY_TEST_POSTGRES
 // is set): the API must answer the same on both.
-func bothStores(t *testing.T, test func(t *testing.T, s *server)) {
-	t.Run("SQLite", func(t *testing.T) { test(t, newSQLite(t)) })
-	t.Run("PostgreSQL", func(t *testing.T) { test(t, newPostgresOne(t)) })
+func bothStores(t *testing.T, test func(t *testing.T, s *server), opts ...func(*setup)) {
+	t.Run("SQLite", func(t *testing.T) { test(t, newSQLite(t, opts...)) })
+	t.Run("PostgreSQL", func(t *testing.T) { test(t, newPostgresOne(t, opts...)) })
 }
 
 // TestNULRefused checks that a string holding U+0000, in any field a client

@@ -2,14 +2,11 @@ package api
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/parleyhq/parley/internal/events"
-	"github.com/parleyhq/parley/internal/netguard"
+	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/webhook"
 )
@@ -83,72 +80,67 @@ func webhookErr(err error, what string) error {
 	return err
 }
 
-// checkWebhook answers a refused URL, event list or description.
-func (a *api) checkWebhook(r *http.Request, url *string, events []string, description *string) error {
-	if url != nil {
-		policy := netguard.NewPolicy(a.cfg.Webhooks.AllowPrivate, nil)
-		if err := webhook.CheckURL(r.Context(), policy, net.DefaultResolver, *url); err != nil {
-			var ue *webhook.URLError
-			if errors.As(err, &ue) {
-				return &apiError{Status: http.StatusBadRequest, Code: ue.Code, Message: ue.Message,
-					Details: map[string]any{"field": "url"}}
-			}
-			return err
-		}
-	}
-	if events != nil {
-		if err := webhook.CheckEvents(events); err != nil {
-			return &apiError{Status: http.StatusBadRequest, Code: "invalid_events", Message: err.Error(),
-				Details: map[string]any{"field": "events", "known": store.EventTypes}}
-		}
-	}
-	if description != nil && len(*description) > webhook.MaxDescriptionBytes {
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
-			Message: fmt.Sprintf("description is %d bytes long; at most %d", len(*description), webhook.MaxDescriptionBytes),
+// webhookInputErr answers a refused URL, event list or description (as
+// the service refuses them), and the service's other webhook errors.
+func webhookInputErr(err error) error {
+	var (
+		ue  *webhook.URLError
+		ee  *webhook.EventsError
+		de  *webhook.DescriptionError
+		tm  *service.TooManyWebhooksError
+		dis *service.WebhookDisabledError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return &apiError{Status: http.StatusBadRequest, Code: ue.Code, Message: ue.Message,
+			Details: map[string]any{"field": "url"}}
+	case errors.As(err, &ee):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_events", Message: ee.Error(),
+			Details: map[string]any{"field": "events", "known": store.EventTypes}}
+	case errors.As(err, &de):
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field", Message: de.Error(),
 			Details: map[string]any{"field": "description", "limit": webhook.MaxDescriptionBytes}}
+	case errors.As(err, &tm):
+		return &apiError{Status: http.StatusConflict, Code: "too_many_webhooks", Message: tm.Error(),
+			Details: map[string]any{"limit": tm.Limit}}
+	case errors.As(err, &dis):
+		return &apiError{Status: http.StatusConflict, Code: "webhook_disabled", Message: dis.Error(),
+			Details: map[string]any{"disabled_reason": dis.Reason}}
 	}
-	return nil
+	return err
+}
+
+// webhookInput is an endpoint's fields in a request body.
+type webhookInput struct {
+	URL         *string  `json:"url"`
+	Events      []string `json:"events"`
+	Description *string  `json:"description"`
+	Disabled    *bool    `json:"disabled"`
+}
+
+func (in webhookInput) toService() service.WebhookInput {
+	return service.WebhookInput{URL: in.URL, Events: in.Events, Description: in.Description, Disabled: in.Disabled}
 }
 
 func (a *api) createWebhook(w http.ResponseWriter, r *http.Request, owner string) error {
 	var in struct {
 		URL         *string  `json:"url"`
 		Events      []string `json:"events"`
-		Description string   `json:"description"`
+		Description *string  `json:"description"`
 	}
 	if err := a.decode(w, r, &in); err != nil {
 		return err
 	}
-	if in.URL == nil {
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_url", Message: "url is required",
-			Details: map[string]any{"field": "url"}}
-	}
-	if in.Events == nil {
-		in.Events = []string{}
-	}
-	if err := a.checkWebhook(r, in.URL, in.Events, &in.Description); err != nil {
-		return err
-	}
-	existing, err := a.st.ListWebhooks(r.Context(), owner)
+	e, err := a.svc.CreateWebhook(r.Context(), owner, service.WebhookInput{URL: in.URL, Events: in.Events, Description: in.Description})
 	if err != nil {
-		return err
-	}
-	if len(existing) >= webhook.MaxEndpoints {
-		return &apiError{Status: http.StatusConflict, Code: "too_many_webhooks",
-			Message: fmt.Sprintf("an owner may have at most %d webhook endpoints; delete one first", webhook.MaxEndpoints),
-			Details: map[string]any{"limit": webhook.MaxEndpoints}}
-	}
-	e := store.WebhookEndpoint{ID: webhook.NewEndpointID(), Owner: owner, URL: *in.URL, Events: in.Events,
-		Description: in.Description, Secret: webhook.NewSecret()}
-	if err := a.st.CreateWebhook(r.Context(), &e); err != nil {
-		return err
+		return webhookInputErr(err)
 	}
 	writeJSON(w, http.StatusCreated, webhookWithSecret{webhookJSON: toWebhookJSON(e), Secret: e.Secret})
 	return nil
 }
 
 func (a *api) listWebhooks(w http.ResponseWriter, r *http.Request, owner string) error {
-	list, err := a.st.ListWebhooks(r.Context(), owner)
+	list, err := a.svc.ListWebhooks(r.Context(), owner)
 	if err != nil {
 		return err
 	}
@@ -161,7 +153,7 @@ func (a *api) listWebhooks(w http.ResponseWriter, r *http.Request, owner string)
 }
 
 func (a *api) getWebhook(w http.ResponseWriter, r *http.Request, owner string) error {
-	e, err := a.st.GetWebhook(r.Context(), owner, r.PathValue("id"))
+	e, err := a.svc.GetWebhook(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return webhookErr(err, "webhook")
 	}
@@ -170,29 +162,20 @@ func (a *api) getWebhook(w http.ResponseWriter, r *http.Request, owner string) e
 }
 
 func (a *api) patchWebhook(w http.ResponseWriter, r *http.Request, owner string) error {
-	var in struct {
-		URL         *string  `json:"url"`
-		Events      []string `json:"events"`
-		Description *string  `json:"description"`
-		Disabled    *bool    `json:"disabled"`
-	}
+	var in webhookInput
 	if err := a.decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := a.checkWebhook(r, in.URL, in.Events, in.Description); err != nil {
-		return err
-	}
-	e, err := a.st.UpdateWebhook(r.Context(), owner, r.PathValue("id"),
-		store.WebhookPatch{URL: in.URL, Events: in.Events, Description: in.Description, Disabled: in.Disabled})
+	e, err := a.svc.UpdateWebhook(r.Context(), owner, r.PathValue("id"), in.toService())
 	if err != nil {
-		return webhookErr(err, "webhook")
+		return webhookErr(webhookInputErr(err), "webhook")
 	}
 	writeJSON(w, http.StatusOK, toWebhookJSON(e))
 	return nil
 }
 
 func (a *api) deleteWebhook(w http.ResponseWriter, r *http.Request, owner string) error {
-	if err := a.st.DeleteWebhook(r.Context(), owner, r.PathValue("id")); err != nil {
+	if err := a.svc.DeleteWebhook(r.Context(), owner, r.PathValue("id")); err != nil {
 		return webhookErr(err, "webhook")
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -200,7 +183,7 @@ func (a *api) deleteWebhook(w http.ResponseWriter, r *http.Request, owner string
 }
 
 func (a *api) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, owner string) error {
-	e, err := a.st.RotateWebhookSecret(r.Context(), owner, r.PathValue("id"), webhook.NewSecret(), webhook.SecretOverlap)
+	e, err := a.svc.RotateWebhookSecret(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return webhookErr(err, "webhook")
 	}
@@ -215,7 +198,7 @@ func (a *api) listDeliveries(w http.ResponseWriter, r *http.Request, owner strin
 	if err != nil {
 		return err
 	}
-	page, err := a.st.ListDeliveries(r.Context(), owner, r.PathValue("id"), q.Get("cursor"), limit)
+	page, err := a.svc.ListDeliveries(r.Context(), owner, r.PathValue("id"), q.Get("cursor"), limit)
 	if err != nil {
 		return webhookErr(err, "webhook")
 	}
@@ -232,28 +215,34 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil || id < 1 {
 		return errWebhookNotFound("delivery")
 	}
-	e, err := a.st.GetWebhook(r.Context(), owner, r.PathValue("id"))
+	d, err := a.svc.Redeliver(r.Context(), owner, r.PathValue("id"), id)
 	if err != nil {
-		return webhookErr(err, "webhook")
+		return webhookErr(webhookInputErr(err), "delivery")
 	}
-	if e.Disabled {
-		return &apiError{Status: http.StatusConflict, Code: "webhook_disabled",
-			Message: "the webhook is disabled (" + e.DisabledReason + "); enable it with PATCH {\"disabled\": false} first",
-			Details: map[string]any{"disabled_reason": e.DisabledReason}}
-	}
-	d, err := a.st.Redeliver(r.Context(), owner, e.ID, id)
-	if err != nil {
-		return webhookErr(err, "delivery")
-	}
-	a.wakeDeliverers(r)
 	writeJSON(w, http.StatusAccepted, toDeliveryJSON(d))
 	return nil
 }
 
-// wakeDeliverers tells the deliverers of every replica that a delivery is
-// due; a lost wake-up costs a poll interval.
-func (a *api) wakeDeliverers(r *http.Request) {
-	if err := a.ps.Publish(r.Context(), events.WebhookTopic, nil); err != nil {
-		a.log.Warn("webhook deliverers not woken; they poll", "err", err)
+// redeliverFailed serves POST /webhooks/{id}/redeliver-failed, body
+// {"since": "<RFC 3339 time>"}: every event whose last delivery to the
+// endpoint failed and was made at or after since is queued again, in
+// event order; the answer counts them.
+func (a *api) redeliverFailed(w http.ResponseWriter, r *http.Request, owner string) error {
+	var in struct {
+		Since *time.Time `json:"since"`
 	}
+	if err := a.decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.Since == nil {
+		return &apiError{Status: http.StatusBadRequest, Code: "invalid_field",
+			Message: `since is required: the time (RFC 3339, like "2026-12-06T00:00:00Z") from which failed deliveries are sent again`,
+			Details: map[string]any{"field": "since"}}
+	}
+	n, err := a.svc.RedeliverFailed(r.Context(), owner, r.PathValue("id"), *in.Since)
+	if err != nil {
+		return webhookErr(webhookInputErr(err), "webhook")
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"redelivered": n})
+	return nil
 }

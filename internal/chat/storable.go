@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/jsonscan"
 )
@@ -48,4 +49,17 @@ func StorableError(e *ChatError) *ChatError {
 	return &c
 }
 
-func withoutNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+func withoutNUL(s string) string { return StorableText(s) }
+
+// StorableText returns s storable as text on every database: U+0000,
+// which PostgreSQL's text cannot hold, and bytes that are not UTF-8,
+// which it refuses, become U+FFFD; s is returned as it is when it has
+// neither. Every string parley stores from outside (a model's or a
+// tool's output, a provider's error, a webhook receiver's answer) passes
+// through it; what a client sends is refused instead.
+func StorableText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}

@@ -60,7 +60,7 @@ func webhookReceiver(t *testing.T, s *server) <-chan hook {
 	}))
 	t.Cleanup(srv.Close)
 	ep.URL = srv.URL + "/hook"
-	if err := s.st.CreateWebhook(context.Background(), &ep); err != nil {
+	if err := s.st.CreateWebhook(context.Background(), &ep, 0); err != nil {
 		t.Fatal(err)
 	}
 	d, err := webhook.New(webhook.Config{Store: s.st, PubSub: s.ps, Policy: webhook.Policy{AllowPrivate: true},
@@ -88,7 +88,8 @@ func nextHook(t *testing.T, hooks <-chan hook) hook {
 }
 
 // TestWebhooksOfAChatRun: a chat answered by the echo model sends
-// chat.status_changed (running, then waiting) and chat.completed, in order.
+// chat.created (pending, with its first message), chat.status_changed
+// (running, then waiting) and chat.completed, in order.
 func TestWebhooksOfAChatRun(t *testing.T) {
 	st := openSQLite(t, t.TempDir())
 	s := startReplica(t, replica{st: st, ps: memory.New(),
@@ -101,13 +102,13 @@ func TestWebhooksOfAChatRun(t *testing.T) {
 	s.waitStatus(c.ID, chat.Waiting)
 	var got []string
 	ids := map[string]bool{}
-	for len(got) < 3 {
+	for len(got) < 4 {
 		h := nextHook(t, hooks)
 		got = append(got, h.Type+":"+string(h.chat.Status))
 		ids[h.id] = true
 	}
-	want := []string{"chat.status_changed:running", "chat.status_changed:waiting", "chat.completed:waiting"}
-	if !slices.Equal(got, want) || len(ids) != 3 {
+	want := []string{"chat.created:pending", "chat.status_changed:running", "chat.status_changed:waiting", "chat.completed:waiting"}
+	if !slices.Equal(got, want) || len(ids) != 4 {
 		t.Fatalf("webhooks %v (%d ids), want %v", got, len(ids), want)
 	}
 	s.stop()

@@ -75,11 +75,11 @@ func (n *Notice) Publish(ctx context.Context, ps pubsub.PubSub, log *slog.Logger
 }
 
 // mayWriteWebhooks reports whether the notice tells of a change that
-// writes webhook events (a status or a title changed).
+// writes webhook events (a chat created, a status or a title changed).
 func (n *Notice) mayWriteWebhooks() bool {
 	for _, ev := range n.Feed {
 		switch ev.Kind {
-		case KindStatusChange, KindTitleChange, KindActionRequired:
+		case KindCreated, KindStatusChange, KindTitleChange, KindActionRequired:
 			return true
 		}
 	}

@@ -80,3 +80,16 @@ func TestPublishSendsAllWhereSubscribersAreUnknown(t *testing.T) {
 		t.Fatalf("published %q, want %q", rec.topics, want)
 	}
 }
+
+// TestCreationWakesTheDeliverers: a notice of a created chat (which writes
+// a chat.created event) wakes the webhook deliverers.
+func TestCreationWakesTheDeliverers(t *testing.T) {
+	mem := memory.New()
+	defer mem.Close()
+	rec := &recorder{PubSub: mem}
+	n := &events.Notice{Feed: []events.FeedEvent{{Kind: events.KindCreated, Chat: chat.Chat{ID: "a", Owner: "alice"}}}}
+	n.Publish(t.Context(), rec, slog.New(slog.DiscardHandler))
+	if !slices.Contains(rec.topics, events.WebhookTopic) {
+		t.Fatalf("published %q, want %q among them", rec.topics, events.WebhookTopic)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/files"
 	"github.com/parleyhq/parley/internal/llm"
 )
 
@@ -143,8 +144,8 @@ func filePart(dataURL, name, param string) (chat.Part, int, error) {
 	if err != nil {
 		return chat.Part{}, 0, err
 	}
-	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < ' ' }) || len(name) > 255 {
-		return chat.Part{}, 0, invalid(strings.TrimSuffix(param, ".file_data")+".filename", "must be valid UTF-8 of at most 255 bytes, without control characters")
+	if err := files.CheckName(name); err != nil {
+		return chat.Part{}, 0, invalid(strings.TrimSuffix(param, ".file_data")+".filename", "%v", err)
 	}
 	return chat.Part{Type: chat.PartFile, URL: dataURL, MediaType: mt, Name: name}, size, nil
 }

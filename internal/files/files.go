@@ -1,7 +1,7 @@
 // Package files receives uploaded files: it reads an upload once, into a
-// temporary file, hashing it, counting it against the size limit and
-// keeping its first bytes, and names its media type from those bytes
-// rather than from what the client said. Nothing here holds a whole file
+// temporary file, hashing it, counting it against the size limit, keeping
+// its first bytes and checking whether all of them are text, and names its
+// media type from those bytes rather than from what the client said. Nothing here holds a whole file
 // in memory.
 package files
 
@@ -14,6 +14,8 @@ import (
 	"os"
 	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gabriel-vasile/mimetype"
 
@@ -32,6 +34,27 @@ const (
 	JSON     = "application/json"
 	CSV      = "text/csv"
 )
+
+// MaxNameBytes bounds a file's name.
+const MaxNameBytes = 255
+
+// CheckName refuses, saying why, a file name that is too long, not UTF-8,
+// or holds control characters or bidirectional formatting characters
+// (U+202E and its kin), which would show a name other than the file's,
+// like "invoice\u202Efdp.exe" shown as "invoiceexe.pdf".
+func CheckName(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return errors.New("the file name must be valid UTF-8")
+	case len(name) > MaxNameBytes:
+		return fmt.Errorf("the file name is %d bytes, at most %d allowed", len(name), MaxNameBytes)
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return errors.New("the file name must not hold control characters")
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.Is(unicode.Bidi_Control, r) }):
+		return errors.New("the file name must not hold bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069, U+200E, U+200F, U+061C)")
+	}
+	return nil
+}
 
 // IsImage reports whether files of the media type are images.
 func IsImage(mediaType string) bool { return chat.FileKindOf(mediaType) == chat.FileImage }
@@ -118,8 +141,9 @@ func Receive(r io.Reader, name string, max int64, dir string) (_ *Upload, err er
 	}()
 	h := sha256.New()
 	head := &headWriter{max: sniffBytes}
+	text := &textCheck{}
 	src := &errReader{r: io.LimitReader(r, max+1)}
-	n, err := io.Copy(io.MultiWriter(tmp, h, head), src)
+	n, err := io.Copy(io.MultiWriter(tmp, h, head, text), src)
 	if src.err != nil {
 		return nil, &ReadError{Err: src.err}
 	}
@@ -134,6 +158,9 @@ func Receive(r io.Reader, name string, max int64, dir string) (_ *Upload, err er
 	}
 	if u.MediaType, err = Detect(head.b, name); err != nil {
 		return nil, err
+	}
+	if isText(u.MediaType) && !text.text() {
+		return nil, &UnsupportedError{Detected: u.MediaType + " at its start, but not UTF-8 text throughout (binary bytes after its first 4 KiB)"}
 	}
 	u.Size, u.SHA256 = n, hex.EncodeToString(h.Sum(nil))
 	return u, nil

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 var pngHead = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
@@ -112,5 +114,52 @@ func TestReceiveRefuses(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
 		t.Fatalf("refused uploads left %v", left)
+	}
+}
+
+// TestReceiveTextThroughout checks that a file that begins as text is
+// stored as text only if all of it is: a ZIP behind 4 KiB of text, Latin-1
+// past the first 4 KiB, or a NUL at its end are refused, while UTF-8 read a
+// byte at a time (every rune split across writes) or in large reads is
+// text.
+func TestReceiveTextThroughout(t *testing.T) {
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	fw, err := zw.Create("payload.exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(bytes.Repeat([]byte("MZ\x90\x00"), 100))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Repeat("plain words, nothing else.\n", 200) // > 4 KiB
+	utf := strings.Repeat("héllo wörld — ✓ 🙂\n", 600)
+	for _, c := range []struct {
+		what, name, content string
+		want                string // "": refused
+	}{
+		{"a ZIP behind a page of text", "notes.txt", page + zipped.String(), ""},
+		{"Latin-1 past the first 4 KiB", "notes.txt", page + "caf\xe9\n", ""},
+		{"a NUL at the end", "notes.md", page + "\x00", ""},
+		{"a rune cut at the end", "notes.txt", page + "\xe2\x9c", ""},
+		{"CSV with a binary byte late", "t.csv", "a,b\n" + strings.Repeat("1,2\n", 2000) + "\x01,2\n", ""},
+		{"UTF-8 text", "notes.txt", utf, Text},
+		{"Markdown with tabs, CR LF, form feed and escape", "a.md", "# T\r\n\tx\f\x1b[1m\n" + utf, Markdown},
+	} {
+		for _, r := range []io.Reader{strings.NewReader(c.content), iotest.OneByteReader(strings.NewReader(c.content))} {
+			u, err := Receive(r, c.name, 1<<20, t.TempDir())
+			if c.want == "" {
+				var ue *UnsupportedError
+				if !errors.As(err, &ue) {
+					t.Fatalf("%s: Receive = %+v, %v; want an *UnsupportedError", c.what, u, err)
+				}
+				continue
+			}
+			if err != nil || u.MediaType != c.want {
+				t.Fatalf("%s: Receive = %+v, %v; want %s", c.what, u, err, c.want)
+			}
+			u.Close()
+		}
 	}
 }

@@ -53,8 +53,15 @@ func (l Limits) Check() error {
 			return fmt.Errorf("%s must not be negative (0 is unlimited)", f.name)
 		}
 	}
+	if !RateAllowed(l.RequestsPerSecond) {
+		return fmt.Errorf("requests_per_second must be 0 (unlimited) or at least %g (one a day)", MinRequestsPerSecond)
+	}
 	return nil
 }
+
+// RateAllowed reports whether rps may be a requests_per_second: 0
+// (unlimited) or at least MinRequestsPerSecond.
+func RateAllowed(rps float64) bool { return rps == 0 || rps >= MinRequestsPerSecond }
 
 // HasBudget reports whether any spend or token budget is set.
 func (l Limits) HasBudget() bool {

@@ -26,6 +26,14 @@ func (e *RateError) Error() string {
 // least 1: what the Retry-After header says.
 func (e *RateError) RetryAfterSeconds() int64 { return CeilSeconds(e.RetryAfter) }
 
+// MaxRetryAfter bounds the wait a RateError names: a rate at or above
+// MinRequestsPerSecond never needs more.
+const MaxRetryAfter = 24 * time.Hour
+
+// MinRequestsPerSecond is the slowest requests_per_second a quota may set
+// (other than 0, unlimited): one request a day.
+const MinRequestsPerSecond = 1.0 / 86400
+
 // CeilSeconds returns d in whole seconds, rounded up, at least 1.
 func CeilSeconds(d time.Duration) int64 {
 	return max(1, int64(math.Ceil(d.Seconds())))
@@ -88,9 +96,19 @@ func (r *Rates) Allow(owner, token string, l Limits) error {
 	if b.lim.AllowN(now, 1) {
 		return nil
 	}
-	missing := 1 - b.lim.TokensAt(now)
-	wait := time.Duration(math.Ceil(missing / b.rps * float64(time.Second)))
-	return &RateError{Owner: owner, Limit: b.rps, Burst: b.burst, RetryAfter: wait}
+	return &RateError{Owner: owner, Limit: b.rps, Burst: b.burst, RetryAfter: refillWait(1-b.lim.TokensAt(now), b.rps)}
+}
+
+// refillWait returns how long a bucket refilled at rps takes to gain
+// missing tokens, rounded up to the nanosecond, at most MaxRetryAfter. It
+// reckons in float seconds: at a tiny rate the wait in nanoseconds does not
+// fit a time.Duration, and a conversion would overflow to a negative wait.
+func refillWait(missing, rps float64) time.Duration {
+	secs := missing / rps
+	if !(secs < MaxRetryAfter.Seconds()) { // NaN and +Inf too
+		return MaxRetryAfter
+	}
+	return time.Duration(math.Ceil(secs * float64(time.Second)))
 }
 
 func (r *Rates) forget(token string) {

@@ -135,3 +135,45 @@ func TestCeilSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesRetryAfterOfATinyRate checks that the wait of a slow rate is
+// what the bucket needs, and that a rate too slow for a time.Duration in
+// nanoseconds says the cap rather than overflowing to a wait of 1 s (whose
+// retry was refused again).
+func TestRatesRetryAfterOfATinyRate(t *testing.T) {
+	c := newClock()
+	r := quota.NewRates(c.Now)
+	day := quota.Limits{RequestsPerSecond: quota.MinRequestsPerSecond, Burst: 1}
+	if err := r.Allow("o", "slow", day); err != nil {
+		t.Fatal(err)
+	}
+	re := rateErr(t, r.Allow("o", "slow", day))
+	if re.RetryAfterSeconds() != 86400 {
+		t.Fatalf("one a day: retry after %d s, want 86400", re.RetryAfterSeconds())
+	}
+	c.Advance(time.Duration(re.RetryAfterSeconds()) * time.Second)
+	if err := r.Allow("o", "slow", day); err != nil {
+		t.Fatalf("after the Retry-After it named: %v", err)
+	}
+
+	for _, rps := range []float64{1e-12, 1e-300} {
+		tiny := quota.Limits{RequestsPerSecond: rps, Burst: 1}
+		if err := r.Allow("o", fmt.Sprint(rps), tiny); err != nil {
+			t.Fatal(err)
+		}
+		re := rateErr(t, r.Allow("o", fmt.Sprint(rps), tiny))
+		if re.RetryAfter != quota.MaxRetryAfter || re.RetryAfterSeconds() != int64(quota.MaxRetryAfter/time.Second) {
+			t.Fatalf("rate %g: retry after %s (%d s), want the cap %s", rps, re.RetryAfter, re.RetryAfterSeconds(), quota.MaxRetryAfter)
+		}
+	}
+}
+
+// TestLimitsRefuseARateBelowOneADay checks that a requests_per_second
+// slower than the Retry-After cap can name is refused.
+func TestLimitsRefuseARateBelowOneADay(t *testing.T) {
+	for rps, ok := range map[float64]bool{0: true, quota.MinRequestsPerSecond: true, 5: true, 1e-6: false, 1e-12: false} {
+		if err := (quota.Limits{RequestsPerSecond: rps}).Check(); (err == nil) != ok {
+			t.Errorf("requests_per_second %g: %v, want ok %v", rps, err, ok)
+		}
+	}
+}

@@ -24,12 +24,15 @@ func (s *Service) checkBudget(ctx context.Context, owner string) error {
 
 // checkChats refuses, with a *quota.CapError, a new chat of an owner who
 // has max_chats chats already. It counts inside tx, the transaction that
-// creates the chat; creations of one owner that race each other may pass
-// the cap by the others in flight.
+// creates the chat, under the owner's lock (store.Tx.LockOwner), so
+// creations of one owner that race each other never pass the cap.
 func (s *Service) checkChats(ctx context.Context, tx store.Tx, owner string) error {
 	l, err := s.budget.Limits(ctx, tx, owner)
 	if err != nil || l.MaxChats <= 0 {
 		return err
+	}
+	if err := tx.LockOwner(ctx, owner); err != nil {
+		return fmt.Errorf("count chats of %s: %w", owner, err)
 	}
 	n, err := tx.CountChats(ctx, owner)
 	if err != nil {

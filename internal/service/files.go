@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -16,9 +14,6 @@ import (
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
 )
-
-// MaxFileNameBytes bounds an uploaded file's name.
-const MaxFileNameBytes = 255
 
 // FileIDPrefix starts every file id.
 const FileIDPrefix = "file_"
@@ -58,7 +53,9 @@ func WithFiles(f store.Files) Option {
 // UploadFile stores a file of the owner read from content: at most
 // files.max_bytes (a *files.TooLargeError beyond, read no further), of a
 // media type sniffed from its bytes (a *files.UnsupportedError for
-// others), within the owner's max_file_bytes quota (a *quota.CapError).
+// others), within the owner's max_file_bytes quota (a *quota.CapError):
+// the bytes the owner stores, each once, counted in the transaction that
+// stores the file, so uploads that race each other never pass it.
 // content is read once, into a temporary file, never held in memory.
 func (s *Service) UploadFile(ctx context.Context, owner, name string, content io.Reader) (store.File, error) {
 	if name == "" {
@@ -72,7 +69,7 @@ func (s *Service) UploadFile(ctx context.Context, owner, name string, content io
 		return store.File{}, err
 	}
 	capErr := &quota.CapError{Owner: owner, Key: "max_file_bytes", Limit: limit}
-	if limit > 0 && used >= limit {
+	if limit > 0 && used > limit {
 		return store.File{}, capErr // refused before a byte is read
 	}
 	u, err := files.Receive(content, name, s.cfg.Files.MaxBytes, "")
@@ -80,9 +77,6 @@ func (s *Service) UploadFile(ctx context.Context, owner, name string, content io
 		return store.File{}, fmt.Errorf("upload file: %w", err)
 	}
 	defer u.Close()
-	if limit > 0 && used+u.Size > limit {
-		return store.File{}, capErr
-	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return store.File{}, fmt.Errorf("new file id: %w", err)
@@ -93,15 +87,19 @@ func (s *Service) UploadFile(ctx context.Context, owner, name string, content io
 	if err != nil {
 		return store.File{}, err
 	}
-	if err := s.files.PutFile(ctx, &f, r); err != nil {
+	err = s.files.PutFile(ctx, &f, r, limit)
+	if errors.Is(err, store.ErrCapReached) {
+		return store.File{}, capErr
+	}
+	if err != nil {
 		return store.File{}, fmt.Errorf("upload file: %w", err)
 	}
 	return f, nil
 }
 
 // fileQuota returns the owner's max_file_bytes (0: unlimited) and, when
-// there is one, the bytes its files hold now. Uploads of one owner that
-// race each other may pass the quota by the others in flight.
+// there is one, the bytes it stores now: an owner already past it (its
+// quota was lowered) is refused before its upload is read.
 func (s *Service) fileQuota(ctx context.Context, owner string) (limit, used int64, err error) {
 	l, err := s.budget.Limits(ctx, s.st, owner)
 	if err != nil || l.MaxFileBytes <= 0 {
@@ -114,16 +112,10 @@ func (s *Service) fileQuota(ctx context.Context, owner string) (limit, used int6
 	return l.MaxFileBytes, used, nil
 }
 
-// checkFileName refuses a name that is too long, not UTF-8, or holds
-// control characters.
+// checkFileName refuses a name files.CheckName refuses.
 func checkFileName(name string) error {
-	switch {
-	case !utf8.ValidString(name):
-		return &chat.ValidationError{Field: "file", Message: "the file name must be valid UTF-8"}
-	case len(name) > MaxFileNameBytes:
-		return &chat.ValidationError{Field: "file", Message: fmt.Sprintf("the file name is %d bytes, at most %d allowed", len(name), MaxFileNameBytes)}
-	case strings.ContainsFunc(name, unicode.IsControl):
-		return &chat.ValidationError{Field: "file", Message: "the file name must not hold control characters"}
+	if err := files.CheckName(name); err != nil {
+		return &chat.ValidationError{Field: "file", Message: err.Error()}
 	}
 	return nil
 }
@@ -151,8 +143,9 @@ func (s *Service) ListFiles(ctx context.Context, owner, cursor string, limit int
 }
 
 // DeleteFile deletes the owner's file: it leaves the owner's list and its
-// routes, and stops counting against the quota; the messages that use it
-// keep it (OpenChatFile, and the model's requests).
+// routes. The chats that use it keep it (OpenChatFile, and the model's
+// requests); when none does, its bytes are purged and stop counting
+// against the quota, unless another file of the owner has the same.
 func (s *Service) DeleteFile(ctx context.Context, owner, id string) error {
 	err := s.files.DeleteFile(ctx, owner, id)
 	if errors.Is(err, store.ErrNotFound) {

@@ -139,5 +139,9 @@ func checkOverrides(o quota.Overrides) error {
 			return &chat.ValidationError{Field: f.key, Message: "must not be negative (0 is unlimited; null or absent is the default)"}
 		}
 	}
+	if o.RequestsPerSecond != nil && !quota.RateAllowed(*o.RequestsPerSecond) {
+		return &chat.ValidationError{Field: "requests_per_second",
+			Message: fmt.Sprintf("must be 0 (unlimited) or at least %g (one request a day)", quota.MinRequestsPerSecond)}
+	}
 	return nil
 }

@@ -33,6 +33,20 @@ func (s *Service) Tokens(ctx context.Context, caller, owner string) ([]store.Tok
 	return toks, nil
 }
 
+// Token returns a token by id, revoked or not, without its secret; an
+// *UnknownTokenError if there is none. The HTTP layer reads through it
+// whether a stream's token was revoked, and a deciding token's name.
+func (s *Service) Token(ctx context.Context, id string) (store.Token, error) {
+	tok, err := s.st.GetToken(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Token{}, &UnknownTokenError{ID: id}
+	}
+	if err != nil {
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+	}
+	return tok, nil
+}
+
 // IssueToken creates a token for owner (creating the owner if needed) and
 // returns its plaintext, shown only this once, with its record; only the
 // admin may issue tokens. A bad owner or name is a *chat.ValidationError

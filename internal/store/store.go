@@ -25,6 +25,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a row with that key already exists.
 	ErrExists = errors.New("already exists")
+	// ErrCapReached: a write refused because the owner already has what a
+	// cap the caller gave allows (counted in the writing transaction).
+	ErrCapReached = errors.New("cap reached")
 	// ErrBadCursor: a pagination cursor that this store did not issue.
 	ErrBadCursor = errors.New("invalid cursor")
 	// ErrLeaseLost: a fenced write by a worker that no longer holds the chat
@@ -208,7 +211,9 @@ type Tx interface {
 	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
 	// SetInterruptRequested sets or clears the chat's interrupt flag.
 	SetInterruptRequested(ctx context.Context, id string, v bool) error
-	// DeleteChat removes a chat with its messages and queued messages.
+	// DeleteChat removes a chat with its messages and queued messages,
+	// and then the owner's deleted files that no chat uses any more, with
+	// the bytes no file names (see Files).
 	DeleteChat(ctx context.Context, id string) error
 
 	// InsertMessage appends a message; it sets ID (greater than every earlier
@@ -234,6 +239,13 @@ type Tx interface {
 	// DeleteQueued removes one queued message (when it is promoted).
 	DeleteQueued(ctx context.Context, id int64) error
 
+	// LockOwner locks the owner's row until the transaction ends, so the
+	// transactions that count what an owner has against a cap (max_chats,
+	// webhook endpoints, max_file_bytes) and then write pass one at a
+	// time, each counting what the ones before it wrote. It does not keep
+	// others from reading the owner or from adding rows that refer to it.
+	// ErrNotFound if there is no such owner.
+	LockOwner(ctx context.Context, owner string) error
 	// CreateOwner creates an owner; created is false if it existed already.
 	CreateOwner(ctx context.Context, name string) (created bool, err error)
 	// InsertToken stores a token (its hash, never its secret). ErrExists on a
@@ -338,16 +350,24 @@ type File struct {
 const FileChunkSize = 1 << 20
 
 // Files keeps the owners' uploaded files: their metadata, and their bytes
-// once per owner and sha256. Each method is its own transaction; none may
-// be called inside InTx's fn.
+// once per owner and sha256. A file's bytes stay while a file row names
+// them; a deleted file's row stays while a chat uses it (a message or
+// queued message of the chat, superseded or not, has a file part naming
+// it), and goes, with bytes nothing else names, when the last such chat is
+// deleted. Each method is its own transaction; none may be called inside
+// InTx's fn.
 type Files interface {
 	// PutFile stores the new file f: ID, Owner, Name, MediaType, Size and
 	// SHA256 (lower-case hex) must be set; it sets CreatedAt. content gives
 	// the file's Size bytes, whose sha256 must be SHA256; when the owner
 	// has those bytes already, content is not read and only the file's
 	// row is written. ErrExists on a duplicate id; ErrNotFound if the owner
-	// does not exist.
-	PutFile(ctx context.Context, f *File, content io.Reader) error
+	// does not exist; ErrCapReached, writing nothing, when the owner's
+	// stored bytes (OwnerFileBytes) would pass maxBytes (0: no cap): bytes
+	// the owner has already add nothing. Uploads of one owner pass that
+	// check one at a time (under its lock, Tx.LockOwner), each counting
+	// what the ones before it stored.
+	PutFile(ctx context.Context, f *File, content io.Reader, maxBytes int64) error
 	// GetFile returns the owner's file, Deleted set if it was deleted;
 	// ErrNotFound for an unknown id or another owner's.
 	GetFile(ctx context.Context, owner, id string) (File, error)
@@ -355,9 +375,10 @@ type Files interface {
 	// deleted, newest first.
 	ListFiles(ctx context.Context, q FileQuery) (FilePage, error)
 	// DeleteFile marks the owner's file deleted: gone from GetFile's
-	// callers that look at Deleted and from ListFiles; its bytes stay for
-	// the messages that use it. ErrNotFound for an unknown id, another
-	// owner's, or one deleted already.
+	// callers that look at Deleted and from ListFiles. A chat that uses it
+	// keeps it; when none does, its row goes, and its bytes with it unless
+	// another file of the owner has the same. ErrNotFound for an unknown
+	// id, another owner's, or one deleted already.
 	DeleteFile(ctx context.Context, owner, id string) error
 	// FileData returns the owner's file, deleted or not, with its whole
 	// content (at most the configured files.max_bytes): what a model
@@ -367,11 +388,13 @@ type Files interface {
 	// OpenFile is FileData with the content read a chunk at a time as the
 	// returned reader is read; the caller closes it.
 	OpenFile(ctx context.Context, owner, id string) (File, io.ReadCloser, error)
-	// OwnerFileBytes returns the sum of the sizes of the owner's files that
-	// are not deleted: what the max_file_bytes quota counts.
+	// OwnerFileBytes returns the bytes the owner stores: the size of each
+	// of its blobs, once however many files (deleted ones that chats use
+	// included) name it. What the max_file_bytes quota counts.
 	OwnerFileBytes(ctx context.Context, owner string) (int64, error)
 	// ChatUsesFile reports whether a message of the chat (superseded ones
-	// included) or a message queued in it has a file part naming fileID.
+	// included) or a message queued in it has had a file part naming
+	// fileID.
 	ChatUsesFile(ctx context.Context, chatID, fileID string) (bool, error)
 }
 

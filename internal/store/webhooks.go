@@ -11,6 +11,8 @@ import (
 // Webhook event types. The stores write them (the outbox, see Webhooks) on
 // these changes of a chat:
 const (
+	// EventCreated: the chat was created (in any status; a fork too).
+	EventCreated = "chat.created"
 	// EventStatusChanged: every change of status.
 	EventStatusChanged = "chat.status_changed"
 	// EventActionRequired: the chat became requires_action.
@@ -28,7 +30,7 @@ const (
 
 // EventTypes lists every webhook event type, in the order the events of one
 // change are written.
-var EventTypes = []string{EventStatusChanged, EventActionRequired, EventCompleted, EventFailed, EventTitleChanged}
+var EventTypes = []string{EventCreated, EventStatusChanged, EventActionRequired, EventCompleted, EventFailed, EventTitleChanged}
 
 // KnownEventType reports whether t is an event type or EventAll.
 func KnownEventType(t string) bool { return t == EventAll || slices.Contains(EventTypes, t) }
@@ -178,13 +180,16 @@ type BatchOutcome struct {
 // Webhooks is the store's part for webhooks. Endpoints are owner-scoped:
 // another owner's endpoint or delivery is ErrNotFound.
 //
-// The outbox is the stores' own: every change of a chat's status or title
-// writes, in the same transaction, the events some enabled endpoint of the
+// The outbox is the stores' own: a chat's creation and every change of its
+// status or title write, in the same transaction, the events some enabled endpoint of the
 // owner subscribes to and their deliveries (one per such endpoint).
 type Webhooks interface {
 	// CreateWebhook stores a new endpoint; it sets CreatedAt and UpdatedAt.
-	// ErrNotFound if the owner does not exist; ErrExists on a duplicate id.
-	CreateWebhook(ctx context.Context, e *WebhookEndpoint) error
+	// ErrNotFound if the owner does not exist; ErrExists on a duplicate id;
+	// ErrCapReached if the owner has max endpoints already (0: no cap),
+	// counted under the owner's lock (Tx.LockOwner) in the transaction that
+	// inserts, so creations that race each other never pass max.
+	CreateWebhook(ctx context.Context, e *WebhookEndpoint, max int) error
 	// GetWebhook returns one of the owner's endpoints.
 	GetWebhook(ctx context.Context, owner, id string) (WebhookEndpoint, error)
 	// ListWebhooks returns the owner's endpoints, oldest first.
@@ -203,6 +208,11 @@ type Webhooks interface {
 	// Redeliver queues a new delivery of a delivery's event (the same
 	// webhook-id) to the same endpoint, due at once, and returns it.
 	Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (WebhookDelivery, error)
+	// RedeliverFailed queues a new delivery, due at once, of every event
+	// whose last delivery to one of the owner's endpoints failed and was
+	// created at or after since, in event order, and returns how many it
+	// queued. ErrNotFound if the endpoint is not the owner's.
+	RedeliverFailed(ctx context.Context, owner, endpointID string, since time.Time) (int, error)
 	// WebhookEvents returns the owner's events, in the order written, for
 	// tests and tools.
 	WebhookEvents(ctx context.Context, owner string) ([]WebhookEvent, error)

@@ -3,16 +3,20 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/netguard"
@@ -121,20 +125,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 const maxSnippet = 200
 
 // describe is an unsuccessful answer in words, for last_error. It never
-// holds the URL (which may carry credentials).
+// holds the URL (which may carry credentials) nor an address the server
+// used (its resolver's, a peer's): an owner reads it.
 func describe(a answer) string {
 	if a.err != nil {
-		var refused *netguard.RefusedError
-		var uerr *url.Error
-		switch {
-		case errors.As(a.err, &refused):
-			return refused.Error() + " (webhooks.allow_private is off)"
-		case errors.Is(a.err, context.DeadlineExceeded) || errors.As(a.err, &uerr) && uerr.Timeout():
-			return "timed out waiting for the answer"
-		case errors.As(a.err, &uerr):
-			return uerr.Err.Error()
-		}
-		return a.err.Error()
+		return describeErr(a.err)
 	}
 	s := "HTTP " + strconv.Itoa(a.code)
 	if a.code >= 300 && a.code < 400 {
@@ -144,6 +139,45 @@ func describe(a answer) string {
 		s += ": " + a.snippet
 	}
 	return s
+}
+
+// describeErr is a failure to get an answer in words. An error of the
+// HTTP client (a *url.Error) is named by its kind, never by its text,
+// which holds addresses ("lookup x on 10.0.0.2:53: ..."); any other error
+// is the deliverer's own and says what it is.
+func describeErr(err error) string {
+	var (
+		refused *netguard.RefusedError
+		uerr    *url.Error
+		dns     *net.DNSError
+		cert    *tls.CertificateVerificationError
+		record  tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &refused):
+		return refused.Error() + " (webhooks.allow_private is off)"
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &uerr) && uerr.Timeout():
+		return "timed out waiting for the answer"
+	case !errors.As(err, &uerr):
+		return err.Error()
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "the endpoint's host name does not resolve (no such host)"
+	case errors.As(err, &dns):
+		return "the endpoint's host name could not be looked up"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the endpoint refused the connection"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		return "the endpoint reset the connection"
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		return "the endpoint's host cannot be reached"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "the endpoint closed the connection without an answer"
+	case errors.As(err, &cert):
+		return "the endpoint's TLS certificate was not accepted"
+	case errors.As(err, &record):
+		return "the endpoint does not speak TLS (is the URL's scheme right?)"
+	}
+	return "the request failed before an answer"
 }
 
 // maxDrain is how much of an answer's body is read (and dropped) so the
@@ -177,9 +211,16 @@ func (d *Deliverer) post(ctx context.Context, e store.WebhookEndpoint, eventID s
 	return answer{code: res.StatusCode, retryAfter: res.Header.Get("Retry-After"), snippet: printable(head)}
 }
 
-// printable keeps the valid UTF-8 text of b on one line.
+// printable keeps the valid UTF-8 text of b on one line, without control
+// characters (a NUL among them).
 func printable(b []byte) string {
 	s := strings.ToValidUTF8(string(b), "")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]

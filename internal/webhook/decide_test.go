@@ -2,7 +2,13 @@ package webhook
 
 import (
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,5 +60,42 @@ func TestDefaultJitter(t *testing.T) {
 		if d := p.jitter(time.Minute); d < time.Minute || d > time.Minute+6*time.Second {
 			t.Fatalf("jitter(1m) = %v, want 1m to 1m6s", d)
 		}
+	}
+}
+
+// TestDescribeHidesAddresses checks that a failure to get an answer is
+// told in words, without the addresses the HTTP client's errors hold (the
+// server's resolver, the peer), and that an answer's body keeps no control
+// character (a NUL among them).
+func TestDescribeHidesAddresses(t *testing.T) {
+	post := func(err error) error { return &url.Error{Op: "Post", URL: "https://user:pw@hooks.example/x", Err: err} }
+	dial := func(err error) error {
+		return post(&net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 9, 8, 7), Port: 443}, Err: err})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no such host", dial(&net.DNSError{Err: "no such host", Name: "hooks.example", Server: "10.1.2.3:53", IsNotFound: true}),
+			"the endpoint's host name does not resolve (no such host)"},
+		{"resolver failing", dial(&net.DNSError{Err: "server misbehaving", Name: "hooks.example", Server: "10.1.2.3:53"}),
+			"the endpoint's host name could not be looked up"},
+		{"refused", dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "the endpoint refused the connection"},
+		{"reset", dial(os.NewSyscallError("read", syscall.ECONNRESET)), "the endpoint reset the connection"},
+		{"unreachable", dial(os.NewSyscallError("connect", syscall.EHOSTUNREACH)), "the endpoint's host cannot be reached"},
+		{"closed", post(io.EOF), "the endpoint closed the connection without an answer"},
+		{"anything else", dial(errors.New("socket: 10.9.8.7:443 said no")), "the request failed before an answer"},
+		{"the deliverer's own", errors.New("build the body: event gone"), "build the body: event gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := describe(answer{err: tc.err})
+			if got != tc.want || strings.Contains(got, "10.") || strings.Contains(got, "pw") {
+				t.Fatalf("describe(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
+	}
+	if got := printable([]byte("oops\x00\x01 it\tbroke\n")); got != "oops it broke" {
+		t.Fatalf("printable = %q", got)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/netguard"
 	"github.com/parleyhq/parley/internal/store"
@@ -54,7 +56,7 @@ type URLError struct {
 func (e *URLError) Error() string { return e.Message }
 
 // CheckURL checks an endpoint's URL: an absolute http or https URL of at
-// most MaxURLBytes, without a fragment, whose host passes p (resolved with
+// most MaxURLBytes, without a fragment, spaces or control characters, whose host passes p (resolved with
 // r: every address of a name must pass; a name that does not resolve
 // passes, as each connection is checked again when it is made).
 func CheckURL(ctx context.Context, p netguard.Policy, r netguard.Resolver, raw string) error {
@@ -66,6 +68,10 @@ func CheckURL(ctx context.Context, p netguard.Policy, r netguard.Resolver, raw s
 	}
 	u, err := url.Parse(raw)
 	switch {
+	case strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return invalid("holds spaces or control characters; percent-encode them (a space is %20)")
+	case !utf8.ValidString(raw):
+		return invalid("not UTF-8")
 	case err != nil:
 		return invalid("not a URL")
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -93,6 +99,23 @@ func article(reason string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// DescriptionError is a description refused.
+type DescriptionError struct{ Message string }
+
+func (e *DescriptionError) Error() string { return e.Message }
+
+// CheckDescription checks an endpoint's description: UTF-8 of at most
+// MaxDescriptionBytes, without a NUL (which no database stores as text).
+func CheckDescription(d string) error {
+	switch {
+	case len(d) > MaxDescriptionBytes:
+		return &DescriptionError{Message: fmt.Sprintf("description is %d bytes long; at most %d", len(d), MaxDescriptionBytes)}
+	case !utf8.ValidString(d) || strings.ContainsRune(d, 0):
+		return &DescriptionError{Message: "description must be UTF-8 text without NUL (\\u0000)"}
+	}
+	return nil
 }
 
 // EventsError is a list of event types refused.

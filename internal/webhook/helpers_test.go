@@ -58,7 +58,7 @@ func (e *env) endpoint(url string, events ...string) store.WebhookEndpoint {
 		events = []string{store.EventAll}
 	}
 	ep := store.WebhookEndpoint{ID: webhook.NewEndpointID(), Owner: "alice", URL: url, Events: events, Secret: webhook.NewSecret()}
-	if err := e.st.CreateWebhook(context.Background(), &ep); err != nil {
+	if err := e.st.CreateWebhook(context.Background(), &ep, 0); err != nil {
 		e.t.Fatal(err)
 	}
 	return ep

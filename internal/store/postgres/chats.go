@@ -289,9 +289,22 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 	return nil
 }
 
+// DeleteChat deletes the chat (its messages, queued messages and file
+// uses with it), then, under the owner's lock, purges the owner's files
+// and bytes nothing uses any more.
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
-	tag, err := t.q.Exec(ctx, `DELETE FROM chats WHERE id = $1`, id)
-	if err := oneRow(tag, err); err != nil {
+	var owner string
+	err := t.q.QueryRow(ctx, `DELETE FROM chats WHERE id = $1 RETURNING owner`, id).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		err = t.LockOwner(ctx, owner)
+	}
+	if err == nil {
+		err = purgeFiles(ctx, t.q, owner)
+	}
+	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,15 +31,35 @@ func scanFile(row pgx.Row) (store.File, error) {
 
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction. It is not tried again on
-// failure (content cannot be read twice). Two uploads of the same bytes by
-// one owner at once meet on the blob's primary key: the second waits for the
-// first and, once it committed, writes only its file's row.
-func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader) error {
+// failure (content cannot be read twice). It first takes the owner's lock
+// (as Tx.LockOwner), so one owner's uploads, and the purges of DeleteFile
+// and DeleteChat, pass one at a time: each counts the bytes the ones
+// before it stored, and none purges a blob another is adding a file to.
+func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, maxBytes int64) error {
 	if err := dbutil.CheckNewFile(f); err != nil {
 		return err
 	}
 	now := dbutil.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The lock first, the count in a statement of its own: a statement
+		// that waited for the lock still reads as of its start.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM owners WHERE name = $1 FOR NO KEY UPDATE`, f.Owner).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("owner %s: %w", f.Owner, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var stored, have int64
+		err = tx.QueryRow(ctx, `SELECT coalesce(sum(size), 0)::bigint, count(*) FILTER (WHERE sha256 = $2)
+			FROM file_blobs WHERE owner = $1`, f.Owner, f.SHA256).Scan(&stored, &have)
+		if err != nil {
+			return err
+		}
+		if maxBytes > 0 && have == 0 && stored+f.Size > maxBytes {
+			return store.ErrCapReached
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO file_blobs (owner, sha256, size, created_at)
 			SELECT name, $2, $3, $4 FROM owners WHERE name = $1
 			ON CONFLICT (owner, sha256) DO NOTHING`, f.Owner, f.SHA256, f.Size, now)
@@ -127,9 +146,19 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 }
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
-	tag, err := s.q.Exec(ctx, `UPDATE files SET deleted_at = $3 WHERE id = $1 AND owner = $2 AND deleted_at IS NULL`,
-		id, owner, dbutil.Now())
-	if err := oneRow(tag, err); err != nil {
+	err := s.InTx(ctx, func(stx store.Tx) error {
+		t := stx.(*tx)
+		if err := t.LockOwner(ctx, owner); err != nil {
+			return err
+		}
+		tag, err := t.q.Exec(ctx, `UPDATE files SET deleted_at = $3 WHERE id = $1 AND owner = $2 AND deleted_at IS NULL`,
+			id, owner, dbutil.Now())
+		if err := oneRow(tag, err); err != nil {
+			return err
+		}
+		return purgeFiles(ctx, t.q, owner)
+	})
+	if err != nil {
 		return fmt.Errorf("delete file %s: %w", id, err)
 	}
 	return nil
@@ -166,8 +195,7 @@ func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.
 
 func (r reader) OwnerFileBytes(ctx context.Context, owner string) (int64, error) {
 	var n int64
-	err := r.q.QueryRow(ctx, `SELECT coalesce(sum(size), 0)::bigint FROM files WHERE owner = $1 AND deleted_at IS NULL`,
-		owner).Scan(&n)
+	err := r.q.QueryRow(ctx, `SELECT coalesce(sum(size), 0)::bigint FROM file_blobs WHERE owner = $1`, owner).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("file bytes of owner %s: %w", owner, err)
 	}
@@ -176,13 +204,8 @@ func (r reader) OwnerFileBytes(ctx context.Context, owner string) (int64, error)
 
 func (r reader) ChatUsesFile(ctx context.Context, chatID, fileID string) (bool, error) {
 	var used bool
-	ref, err := json.Marshal([]map[string]string{{"type": "file", "file_id": fileID}})
-	if err != nil {
-		return false, fmt.Errorf("does chat %s use file %s: %w", chatID, fileID, err)
-	}
-	err = r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND parts::jsonb @> $2::jsonb)
-		OR EXISTS (SELECT 1 FROM queued_messages WHERE chat_id = $1 AND parts::jsonb @> $2::jsonb)`,
-		chatID, string(ref)).Scan(&used)
+	err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM file_refs WHERE file_id = $1 AND chat_id = $2)`,
+		fileID, chatID).Scan(&used)
 	if err != nil {
 		return false, fmt.Errorf("does chat %s use file %s: %w", chatID, fileID, err)
 	}

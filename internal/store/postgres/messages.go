@@ -184,6 +184,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 			}
 			return nil
 		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage, through)
+		t.useFiles(m.ChatID, m.Parts)
 		return nil
 	}
 	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage, through).Scan(&m.ID)
@@ -194,6 +195,7 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 		}
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}
+	t.useFiles(m.ChatID, m.Parts)
 	return nil
 }
 
@@ -217,6 +219,7 @@ func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []
 	if err := oneRow(tag, err); err != nil {
 		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
 	}
+	t.useFiles(chatID, parts)
 	return nil
 }
 
@@ -263,6 +266,7 @@ func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
 	if err != nil {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, classify(err))
 	}
+	t.useFiles(q.ChatID, q.Parts)
 	q.CreatedAt = now
 	return nil
 }

@@ -118,3 +118,18 @@ func oneRow(tag pgconn.CommandTag, err error) error {
 	}
 	return nil
 }
+
+// LockOwner takes the owner's row FOR NO KEY UPDATE: it waits for another
+// transaction holding it, but not for those that insert rows referring to
+// the owner (their foreign key check takes FOR KEY SHARE).
+func (t *tx) LockOwner(ctx context.Context, owner string) error {
+	var one int
+	err := t.q.QueryRow(ctx, `SELECT 1 FROM owners WHERE name = $1 FOR NO KEY UPDATE`, owner).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("lock owner %s: %w", owner, err)
+	}
+	return nil
+}

@@ -56,12 +56,27 @@ func (s *Store) writeTx(ctx context.Context, fn func(q querier) error) error {
 	return s.InTx(ctx, func(t store.Tx) error { return fn(t.(*tx).q) })
 }
 
-func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint) error {
-	err := s.q.QueryRow(ctx, `INSERT INTO webhook_endpoints (`+endpointColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, '', NULL, $7, $8, 0, now(), now()) RETURNING created_at`,
-		e.ID, e.Owner, e.URL, e.Events, e.Description, e.Secret, e.Disabled, e.DisabledReason).Scan(&e.CreatedAt)
+func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint, max int) error {
+	err := s.InTx(ctx, func(stx store.Tx) error {
+		t := stx.(*tx)
+		if max > 0 {
+			if err := t.LockOwner(ctx, e.Owner); err != nil {
+				return err
+			}
+			var n int
+			if err := t.q.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE owner = $1`, e.Owner).Scan(&n); err != nil {
+				return err
+			}
+			if n >= max {
+				return store.ErrCapReached
+			}
+		}
+		return classify(t.q.QueryRow(ctx, `INSERT INTO webhook_endpoints (`+endpointColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, '', NULL, $7, $8, 0, now(), now()) RETURNING created_at`,
+			e.ID, e.Owner, e.URL, e.Events, e.Description, e.Secret, e.Disabled, e.DisabledReason).Scan(&e.CreatedAt))
+	})
 	if err != nil {
-		return fmt.Errorf("create webhook %s: %w", e.ID, classify(err))
+		return fmt.Errorf("create webhook %s: %w", e.ID, err)
 	}
 	e.CreatedAt = e.CreatedAt.UTC()
 	e.UpdatedAt, e.FailureStreak = e.CreatedAt, 0
@@ -215,6 +230,31 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
 	}
 	return d, nil
+}
+
+func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, since time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(q querier) error {
+		var one int
+		err := q.QueryRow(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = $1 AND owner = $2`, endpointID, owner).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := q.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
+			SELECT d.event_id, d.endpoint_id, now(), now() FROM webhook_deliveries d
+			WHERE d.endpoint_id = $1 AND d.status = 'failed' AND d.created_at >= $2
+			  AND d.id = (SELECT max(l.id) FROM webhook_deliveries l WHERE l.endpoint_id = d.endpoint_id AND l.event_id = d.event_id)
+			ORDER BY d.id`, endpointID, since)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("redeliver the failed deliveries of %s: %w", endpointID, err)
+	}
+	return int(n), nil
 }
 
 // eventColumns are the columns scanEvent reads (e: the event).
@@ -393,7 +433,8 @@ func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (m
 }
 
 func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
-	if err := dbutil.CheckBatchOutcome(o); err != nil {
+	o, err := dbutil.CheckBatchOutcome(o)
+	if err != nil {
 		return err
 	}
 	ids, statuses := make([]int64, len(o.Outcomes)), make([]string, len(o.Outcomes))
@@ -401,7 +442,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) erro
 	for i, d := range o.Outcomes {
 		ids[i], statuses[i], retries[i], codes[i], errs[i] = d.ID, d.Status, d.RetryIn.Microseconds(), int32(d.StatusCode), d.Error
 	}
-	err := s.writeTx(ctx, func(q querier) error {
+	err = s.writeTx(ctx, func(q querier) error {
 		e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = $1 AND claimed_by = $2 FOR UPDATE`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, pgx.ErrNoRows) {

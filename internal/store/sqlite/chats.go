@@ -281,9 +281,19 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 	return nil
 }
 
+// DeleteChat deletes the chat (its messages, queued messages and file
+// uses with it), then purges the owner's files and bytes nothing uses any
+// more.
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
-	res, err := t.q.ExecContext(ctx, `DELETE FROM chats WHERE id = ?`, id)
-	if err := oneRow(res, err); err != nil {
+	var owner string
+	err := t.q.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING owner`, id).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		err = purgeFiles(ctx, t.q, owner)
+	}
+	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
 	return nil

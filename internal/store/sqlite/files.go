@@ -30,14 +30,26 @@ func scanFile(row interface{ Scan(...any) error }) (store.File, error) {
 }
 
 // PutFile writes the file's row, and its blob a chunk at a time when the
-// owner does not have it yet, in one transaction of the writer.
-func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader) error {
+// owner does not have it yet, in one transaction of the writer: uploads
+// pass one at a time, each counting the bytes the ones before it stored.
+func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, maxBytes int64) error {
 	if err := dbutil.CheckNewFile(f); err != nil {
 		return err
 	}
 	now := dbutil.Now()
 	err := s.InTx(ctx, func(stx store.Tx) error {
 		q := stx.(*tx).q
+		if maxBytes > 0 {
+			var stored, have int64
+			err := q.QueryRowContext(ctx, `SELECT coalesce(sum(size), 0), coalesce(sum(sha256 = ?), 0)
+				FROM file_blobs WHERE owner = ?`, f.SHA256, f.Owner).Scan(&stored, &have)
+			if err != nil {
+				return err
+			}
+			if have == 0 && stored+f.Size > maxBytes {
+				return store.ErrCapReached
+			}
+		}
 		res, err := q.ExecContext(ctx, `INSERT INTO file_blobs (owner, sha256, size, created_at)
 			SELECT name, ?, ?, ? FROM owners WHERE name = ?
 			ON CONFLICT (owner, sha256) DO NOTHING`, f.SHA256, f.Size, dbutil.Micros(now), f.Owner)
@@ -127,9 +139,13 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
 	err := s.InTx(ctx, func(stx store.Tx) error {
-		res, err := stx.(*tx).q.ExecContext(ctx, `UPDATE files SET deleted_at = ?
+		q := stx.(*tx).q
+		res, err := q.ExecContext(ctx, `UPDATE files SET deleted_at = ?
 			WHERE id = ? AND owner = ? AND deleted_at IS NULL`, dbutil.Micros(dbutil.Now()), id, owner)
-		return oneRow(res, err)
+		if err := oneRow(res, err); err != nil {
+			return err
+		}
+		return purgeFiles(ctx, q, owner)
 	})
 	if err != nil {
 		return fmt.Errorf("delete file %s: %w", id, err)
@@ -168,8 +184,7 @@ func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.
 
 func (r reader) OwnerFileBytes(ctx context.Context, owner string) (int64, error) {
 	var n int64
-	err := r.q.QueryRowContext(ctx, `SELECT coalesce(sum(size), 0) FROM files WHERE owner = ? AND deleted_at IS NULL`,
-		owner).Scan(&n)
+	err := r.q.QueryRowContext(ctx, `SELECT coalesce(sum(size), 0) FROM file_blobs WHERE owner = ?`, owner).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("file bytes of owner %s: %w", owner, err)
 	}
@@ -178,13 +193,8 @@ func (r reader) OwnerFileBytes(ctx context.Context, owner string) (int64, error)
 
 func (r reader) ChatUsesFile(ctx context.Context, chatID, fileID string) (bool, error) {
 	var used bool
-	err := r.q.QueryRowContext(ctx, `SELECT EXISTS (
-			SELECT 1 FROM messages m, json_each(m.parts) p
-			WHERE m.chat_id = ? AND json_extract(p.value, '$.type') = 'file' AND json_extract(p.value, '$.file_id') = ?
-		) OR EXISTS (
-			SELECT 1 FROM queued_messages m, json_each(m.parts) p
-			WHERE m.chat_id = ? AND json_extract(p.value, '$.type') = 'file' AND json_extract(p.value, '$.file_id') = ?
-		)`, chatID, fileID, chatID, fileID).Scan(&used)
+	err := r.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM file_refs WHERE file_id = ? AND chat_id = ?)`,
+		fileID, chatID).Scan(&used)
 	if err != nil {
 		return false, fmt.Errorf("does chat %s use file %s: %w", chatID, fileID, err)
 	}

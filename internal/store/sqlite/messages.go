@@ -171,6 +171,9 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))
 	}
+	if err := t.useFiles(ctx, m.ChatID, m.Parts); err != nil {
+		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
+	}
 	m.CreatedAt = now
 	return nil
 }
@@ -185,6 +188,9 @@ func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []
 	res, err := t.q.ExecContext(ctx, `UPDATE messages SET parts = ?, compaction_through = ?
 		WHERE id = ? AND chat_id = ? AND superseded = 0`, text(enc), dbutil.CompactionThrough(parts), id, chatID)
 	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
+	}
+	if err := t.useFiles(ctx, chatID, parts); err != nil {
 		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
 	}
 	return nil
@@ -238,6 +244,9 @@ func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
 	}
 	if err != nil {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, classify(err))
+	}
+	if err := t.useFiles(ctx, q.ChatID, q.Parts); err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
 	}
 	q.CreatedAt = now
 	return nil

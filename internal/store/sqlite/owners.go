@@ -113,3 +113,17 @@ func (t *tx) RevokeToken(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// LockOwner only checks that the owner exists: a write transaction holds
+// the whole database, so those that check a cap already pass one at a time.
+func (t *tx) LockOwner(ctx context.Context, owner string) error {
+	var one int
+	err := t.q.QueryRowContext(ctx, `SELECT 1 FROM owners WHERE name = ?`, owner).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("lock owner %s: %w", owner, err)
+	}
+	return nil
+}

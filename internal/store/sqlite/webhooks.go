@@ -63,13 +63,22 @@ func scanDelivery(row interface{ Scan(...any) error }, more ...any) (store.Webho
 	return d, nil
 }
 
-func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint) error {
+func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint, max int) error {
 	events, err := json.Marshal(e.Events)
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
 	}
 	now := dbutil.Now()
 	err = s.writeOne(ctx, func(q querier) error {
+		if max > 0 {
+			var n int
+			if err := q.QueryRowContext(ctx, `SELECT count(*) FROM webhook_endpoints WHERE owner = ?`, e.Owner).Scan(&n); err != nil {
+				return err
+			}
+			if n >= max {
+				return store.ErrCapReached
+			}
+		}
 		_, err := q.ExecContext(ctx, `INSERT INTO webhook_endpoints (`+endpointColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, '', NULL, ?, ?, 0, ?, ?)`,
 			e.ID, e.Owner, e.URL, string(events), e.Description, e.Secret, e.Disabled, e.DisabledReason,
@@ -248,6 +257,35 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 	return d, nil
 }
 
+func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, since time.Time) (int, error) {
+	var n int64
+	now := dbutil.Micros(dbutil.Now())
+	err := s.writeOne(ctx, func(q querier) error {
+		var one int
+		err := q.QueryRowContext(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = ? AND owner = ?`, endpointID, owner).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		res, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
+			SELECT d.event_id, d.endpoint_id, ?, ? FROM webhook_deliveries d
+			WHERE d.endpoint_id = ? AND d.status = 'failed' AND d.created_at >= ?
+			  AND d.id = (SELECT max(l.id) FROM webhook_deliveries l WHERE l.endpoint_id = d.endpoint_id AND l.event_id = d.event_id)
+			ORDER BY d.id`, now, now, endpointID, dbutil.Micros(since))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("redeliver the failed deliveries of %s: %w", endpointID, err)
+	}
+	return int(n), nil
+}
+
 // eventColumns are the columns scanEvent reads (e: the event).
 const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
 	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
@@ -419,11 +457,12 @@ func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (m
 }
 
 func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) error {
-	if err := dbutil.CheckBatchOutcome(o); err != nil {
+	o, err := dbutil.CheckBatchOutcome(o)
+	if err != nil {
 		return err
 	}
 	now := dbutil.Now()
-	err := s.writeOne(ctx, func(q querier) error {
+	err = s.writeOne(ctx, func(q querier) error {
 		e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = ? AND claimed_by = ?`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, sql.ErrNoRows) {

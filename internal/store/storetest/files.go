@@ -23,6 +23,9 @@ var fileTests = map[string]func(*testing.T, opener){
 	"BadContentWritesNothing":    testFileBadContent,
 	"UnknownOwnerAndDuplicateID": testFilePutRefused,
 	"ChatUsesFile":               testChatUsesFile,
+	"PurgeWhatNothingUses":       testFilePurge,
+	"QuotaCountsStoredBytes":     testFileQuota,
+	"QuotaUnderRaces":            testFileQuotaRaces,
 }
 
 // fileOf returns a new file of owner holding content, ready for PutFile.
@@ -37,7 +40,7 @@ func fileOf(owner, id string, content []byte) store.File {
 func putFile(t *testing.T, s store.Store, owner, id string, content []byte) store.File {
 	t.Helper()
 	f := fileOf(owner, id, content)
-	if err := s.PutFile(t.Context(), &f, bytes.NewReader(content)); err != nil {
+	if err := s.PutFile(t.Context(), &f, bytes.NewReader(content), 0); err != nil {
 		t.Fatalf("PutFile(%s): %v", id, err)
 	}
 	return f
@@ -125,7 +128,7 @@ func testFileSameBytesOnce(t *testing.T, open opener) {
 	first := putFile(t, s, "alice", "file_1", content)
 	second := fileOf("alice", "file_2", content)
 	second.Name = "other name.bin"
-	if err := s.PutFile(t.Context(), &second, unreadable{t}); err != nil {
+	if err := s.PutFile(t.Context(), &second, unreadable{t}, 0); err != nil {
 		t.Fatalf("PutFile of the same bytes again: %v", err)
 	}
 	if second.SHA256 != first.SHA256 {
@@ -141,7 +144,7 @@ func testFileSameBytesOnce(t *testing.T, open opener) {
 	// Another owner's bytes are stored apart: its content is read.
 	putFile(t, s, "bob", "file_3", content)
 	wantContent(t, s, "bob", "file_3", content)
-	// The quota counts each file that is not deleted.
+	// The quota counts the bytes once.
 	if n, err := s.OwnerFileBytes(t.Context(), "alice"); err != nil || n != int64(len(content)) {
 		t.Fatalf("OwnerFileBytes(alice) = %d, %v; want %d", n, err, len(content))
 	}
@@ -179,6 +182,8 @@ func testFileDelete(t *testing.T, open opener) {
 	addOwner(t, s, "alice")
 	keep := putFile(t, s, "alice", "file_keep", []byte("keep"))
 	putFile(t, s, "alice", "file_gone", []byte("gone"))
+	c := addChat(t, s, chat.Chat{})
+	useFile(t, s, c.ID, "file_gone")
 	ctx := t.Context()
 	if err := s.DeleteFile(ctx, "alice", "file_gone"); err != nil {
 		t.Fatal(err)
@@ -193,10 +198,10 @@ func testFileDelete(t *testing.T, open opener) {
 	if err != nil || !got.Deleted {
 		t.Fatalf("GetFile of a deleted file: %+v, %v; want it marked deleted", got, err)
 	}
-	// Messages that use it still read it.
+	// The chat that uses it still reads it, and its bytes still count.
 	wantContent(t, s, "alice", "file_gone", []byte("gone"))
-	if n, err := s.OwnerFileBytes(ctx, "alice"); err != nil || n != 4 {
-		t.Fatalf("OwnerFileBytes = %d, %v; want 4", n, err)
+	if n, err := s.OwnerFileBytes(ctx, "alice"); err != nil || n != 8 {
+		t.Fatalf("OwnerFileBytes = %d, %v; want 8", n, err)
 	}
 }
 
@@ -224,8 +229,10 @@ func testFileList(t *testing.T, open opener) {
 		}
 	}
 	wantEqual(t, "files, newest first", got, want)
-	_, err := s.ListFiles(t.Context(), store.FileQuery{Owner: "alice", Cursor: "nonsense"})
-	wantErr(t, "a bad cursor", err, store.ErrBadCursor)
+	for _, cursor := range append([]string{"nonsense"}, forgedCursors()...) {
+		_, err := s.ListFiles(t.Context(), store.FileQuery{Owner: "alice", Cursor: cursor})
+		wantErr(t, fmt.Sprintf("cursor %q", cursor), err, store.ErrBadCursor)
+	}
 }
 
 func testFileBadContent(t *testing.T, open opener) {
@@ -239,7 +246,7 @@ func testFileBadContent(t *testing.T, open opener) {
 		"other sha256": bytes.NewReader(pattern(len(content), 4)),
 	} {
 		f := fileOf("alice", "file_bad", content)
-		if err := s.PutFile(ctx, &f, r); err == nil {
+		if err := s.PutFile(ctx, &f, r, 0); err == nil {
 			t.Fatalf("PutFile with %s content: no error", name)
 		}
 		_, err := s.GetFile(ctx, "alice", "file_bad")
@@ -247,7 +254,7 @@ func testFileBadContent(t *testing.T, open opener) {
 	}
 	bad := fileOf("alice", "file_x", content)
 	bad.SHA256 = "ABC"
-	if err := s.PutFile(ctx, &bad, bytes.NewReader(content)); err == nil {
+	if err := s.PutFile(ctx, &bad, bytes.NewReader(content), 0); err == nil {
 		t.Fatal("PutFile with a malformed sha256: no error")
 	}
 	// Nothing of the refused writes stands in the way of the right one.
@@ -259,10 +266,10 @@ func testFilePutRefused(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	f := fileOf("nobody", "file_n", []byte("x"))
-	wantErr(t, "PutFile of an unknown owner", s.PutFile(t.Context(), &f, bytes.NewReader([]byte("x"))), store.ErrNotFound)
+	wantErr(t, "PutFile of an unknown owner", s.PutFile(t.Context(), &f, bytes.NewReader([]byte("x")), 0), store.ErrNotFound)
 	putFile(t, s, "alice", "file_1", []byte("one"))
 	dup := fileOf("alice", "file_1", []byte("two"))
-	wantErr(t, "PutFile of a duplicate id", s.PutFile(t.Context(), &dup, bytes.NewReader([]byte("two"))), store.ErrExists)
+	wantErr(t, "PutFile of a duplicate id", s.PutFile(t.Context(), &dup, bytes.NewReader([]byte("two")), 0), store.ErrExists)
 	wantContent(t, s, "alice", "file_1", []byte("one"))
 }
 

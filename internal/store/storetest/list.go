@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -249,10 +250,21 @@ func testListBadCursor(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	addChats(t, s, "alice", 1, nil)
-	for _, cursor := range []string{"!!!", "Zm9v", "bm90LWEtY3Vyc29y", "%%%", "eyJhIjoxfQ"} {
+	for _, cursor := range append([]string{"!!!", "Zm9v", "bm90LWEtY3Vyc29y", "%%%", "eyJhIjoxfQ"}, forgedCursors()...) {
 		_, err := s.ListChats(t.Context(), store.ChatQuery{Owner: "alice", Cursor: cursor})
 		wantErr(t, fmt.Sprintf("cursor %q", cursor), err, store.ErrBadCursor)
 	}
+}
+
+// forgedCursors are cursors of the stores' own format whose id no store
+// issued: one holding a NUL, one not UTF-8, one with a control character
+// (PostgreSQL refuses the first two as text).
+func forgedCursors() []string {
+	var out []string
+	for _, id := range []string{"chat_\x00x", "chat_\xff\xfe", "chat_\x1b"} {
+		out = append(out, base64.RawURLEncoding.EncodeToString([]byte("c1:1700000000000000:"+id)))
+	}
+	return out
 }
 
 func testListLimit(t *testing.T, open opener) {

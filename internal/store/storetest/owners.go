@@ -9,6 +9,7 @@ import (
 
 var ownerTests = map[string]func(*testing.T, opener){
 	"CreateIdempotentAndCount": testCreateOwner,
+	"LockOwner":                testLockOwner,
 	"TokenRoundTrip":           testTokenRoundTrip,
 	"TokenDuplicateID":         testTokenDuplicate,
 	"TokenUnknownOwner":        testTokenUnknownOwner,
@@ -163,4 +164,14 @@ func testListTokens(t *testing.T, open opener) {
 	if got := list("carol"); got == nil || len(got) != 0 {
 		t.Fatalf("tokens of an owner without any: %#v", got)
 	}
+}
+
+// testLockOwner: an owner's lock is taken in a transaction; an unknown
+// owner is ErrNotFound.
+func testLockOwner(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	inTx(t, s, func(tx store.Tx) error { return tx.LockOwner(t.Context(), "alice") })
+	err := txErr(t, s, func(tx store.Tx) error { return tx.LockOwner(t.Context(), "nobody") })
+	wantErr(t, "LockOwner of an unknown owner", err, store.ErrNotFound)
 }

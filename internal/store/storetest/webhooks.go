@@ -14,10 +14,12 @@ import (
 var webhookTests = map[string]func(*testing.T, opener){
 	"EndpointCRUD":             testWebhookCRUD,
 	"EndpointOwnerScoped":      testWebhookOwnerScoped,
+	"EndpointCapUnderRaces":    testWebhookCapUnderRaces,
 	"OutboxEventsPerChange":    testOutboxEventsPerChange,
 	"OutboxRollbackWritesNone": testOutboxRollback,
 	"OutboxSubscriptions":      testOutboxSubscriptions,
 	"OutboxTitleAndRecovery":   testOutboxTitleAndRecovery,
+	"OutboxChatCreated":        testOutboxChatCreated,
 	"OutboxActionThrough":      testOutboxActionThrough,
 	"ClaimOneAtATimeInOrder":   testClaimInOrder,
 	"ClaimLeaseRetaken":        testClaimLeaseRetaken,
@@ -25,17 +27,23 @@ var webhookTests = map[string]func(*testing.T, opener){
 	"ClaimConcurrentInOrder":   testClaimConcurrentInOrder,
 	"FinishRetryAndStreak":     testFinishRetryAndStreak,
 	"FinishGoneDisables":       testFinishGoneDisables,
+	"FinishStoresAnyText":      testFinishStoresAnyText,
 	"RedeliverAndList":         testRedeliverAndList,
 	"RotateSecret":             testRotateSecret,
 	"EventBodyOnce":            testEventBodyOnce,
 	"Prune":                    testPruneWebhooks,
 }
 
+// changeTypes are the event types of a chat's changes, its creation left
+// out: what the tests that count a change's events subscribe to.
+var changeTypes = []string{store.EventStatusChanged, store.EventActionRequired, store.EventCompleted,
+	store.EventFailed, store.EventTitleChanged}
+
 // addWebhook creates an endpoint of owner subscribed to events.
 func addWebhook(t *testing.T, s store.Store, id, owner string, events ...string) store.WebhookEndpoint {
 	t.Helper()
 	e := store.WebhookEndpoint{ID: id, Owner: owner, URL: "https://example.com/" + id, Events: events, Secret: "whsec_" + id}
-	if err := s.CreateWebhook(t.Context(), &e); err != nil {
+	if err := s.CreateWebhook(t.Context(), &e, 0); err != nil {
 		t.Fatalf("CreateWebhook: %v", err)
 	}
 	return e
@@ -82,9 +90,10 @@ func testWebhookCRUD(t *testing.T, open opener) {
 	}
 	wantEqual(t, "endpoint", got, e)
 	dup := store.WebhookEndpoint{ID: "wh_1", Owner: "alice", URL: "https://x", Events: []string{"*"}, Secret: "s"}
-	wantErr(t, "duplicate id", s.CreateWebhook(t.Context(), &dup), store.ErrExists)
+	wantErr(t, "duplicate id", s.CreateWebhook(t.Context(), &dup, 0), store.ErrExists)
 	nobody := store.WebhookEndpoint{ID: "wh_2", Owner: "nobody", URL: "https://x", Events: []string{"*"}, Secret: "s"}
-	wantErr(t, "unknown owner", s.CreateWebhook(t.Context(), &nobody), store.ErrNotFound)
+	wantErr(t, "unknown owner", s.CreateWebhook(t.Context(), &nobody, 0), store.ErrNotFound)
+	wantErr(t, "unknown owner, with a cap", s.CreateWebhook(t.Context(), &nobody, 5), store.ErrNotFound)
 
 	url, desc := "https://example.org/hook", "mine"
 	up, err := s.UpdateWebhook(t.Context(), "alice", "wh_1", store.WebhookPatch{URL: &url, Description: &desc,
@@ -127,7 +136,7 @@ func testWebhookOwnerScoped(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
 	addOwner(t, s, "bob")
-	addWebhook(t, s, "wh_a", "alice", store.EventAll)
+	addWebhook(t, s, "wh_a", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{Owner: "alice"})
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	page, err := s.ListDeliveries(t.Context(), "alice", "wh_a", "", 10)
@@ -221,7 +230,7 @@ func testOutboxEventsPerChange(t *testing.T, open opener) {
 func testOutboxRollback(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{})
 	err := txErr(t, s, func(tx store.Tx) error {
 		if _, err := tx.TransitionChat(t.Context(), c.ID, store.Transition{From: chat.Waiting, To: chat.Pending}); err != nil {
@@ -263,9 +272,10 @@ func testOutboxSubscriptions(t *testing.T, open opener) {
 	if got := count("wh_failed"); len(got) != 1 || got[0].EventType != store.EventFailed {
 		t.Fatalf("wh_failed's deliveries = %+v, want one chat.failed", got)
 	}
-	// addChat's own change (pending -> running) went to wh_all too.
-	if got := count("wh_all"); len(got) != 3 {
-		t.Fatalf("wh_all's deliveries = %+v, want 3", got)
+	// The chat's creation and addChat's own change (pending -> running)
+	// went to wh_all too.
+	if got := count("wh_all"); len(got) != 4 || got[3].EventType != store.EventCreated {
+		t.Fatalf("wh_all's deliveries = %+v, want 4, the first chat.created", got)
 	}
 	if got := count("wh_off"); len(got) != 0 {
 		t.Fatalf("the disabled endpoint got %d deliveries", len(got))
@@ -285,7 +295,7 @@ func testOutboxSubscriptions(t *testing.T, open opener) {
 func testOutboxTitleAndRecovery(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{Title: "a"})
 	inTx(t, s, func(tx store.Tx) error {
 		c.Title, c.Labels = "b", map[string]string{"k": "v"}

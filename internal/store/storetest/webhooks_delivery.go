@@ -110,7 +110,7 @@ func testClaimInOrder(t *testing.T, open opener) {
 func testClaimLeaseRetaken(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
-	addWebhook(t, s, "wh_1", "alice", store.EventAll)
+	addWebhook(t, s, "wh_1", "alice", changeTypes...)
 	c := addChat(t, s, chat.Chat{})
 	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
 	got := claim(t, s, "dead", time.Millisecond, 1)
@@ -358,5 +358,27 @@ func testClaimConcurrentInOrder(t *testing.T, open opener) {
 		if len(got) != events || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != events {
 			t.Fatalf("%s: claimed %d deliveries %v; want each of %d once, in order", id, len(got), got, events)
 		}
+	}
+}
+
+// testFinishStoresAnyText: an outcome whose error holds what a receiver
+// answered (a NUL, bytes that are not UTF-8) is recorded, those made
+// U+FFFD, on every database: were it refused, the attempt would never be
+// recorded and the delivery sent again at every claim, forever.
+func testFinishStoresAnyText(t *testing.T, open opener) {
+	s := open(t)
+	addOwner(t, s, "alice")
+	addWebhook(t, s, "wh_1", "alice", store.EventStatusChanged)
+	c := addChat(t, s, chat.Chat{})
+	moveChat(t, s, c.ID, chat.Waiting, chat.Pending)
+	d := claim(t, s, "d", time.Minute, 1)[0]
+	finish(t, s, d, store.DeliveryOutcome{Status: store.DeliveryPending, RetryIn: time.Hour, StatusCode: 500,
+		Error: "HTTP 500: a\x00b\xffc"})
+	page, err := s.ListDeliveries(t.Context(), "alice", "wh_1", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := page.Deliveries[0]; r.Attempts != 1 || r.LastStatusCode != 500 || r.LastError != "HTTP 500: a\uFFFDb\uFFFDc" {
+		t.Fatalf("delivery after an answer holding a NUL: %+v", r)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -30,7 +32,7 @@ func DecodeCursor(cursor string) (createdAt time.Time, id string, err error) {
 	}
 	version, rest, ok1 := strings.Cut(string(raw), ":")
 	micros, id, ok2 := strings.Cut(rest, ":")
-	if !ok1 || !ok2 || version != cursorVersion || id == "" {
+	if !ok1 || !ok2 || version != cursorVersion || !issuableID(id) {
 		return time.Time{}, "", fmt.Errorf("cursor %q: %w", cursor, store.ErrBadCursor)
 	}
 	us, err := strconv.ParseInt(micros, 10, 64)
@@ -38,4 +40,12 @@ func DecodeCursor(cursor string) (createdAt time.Time, id string, err error) {
 		return time.Time{}, "", fmt.Errorf("cursor %q: %w", cursor, store.ErrBadCursor)
 	}
 	return time.UnixMicro(us).UTC(), id, nil
+}
+
+// issuableID reports whether id could be in a cursor a store issued: not
+// empty, UTF-8, without control characters. A forged id that is not would
+// otherwise reach the query, where PostgreSQL refuses a NUL or invalid
+// UTF-8 as text (an error, not an empty page).
+func issuableID(id string) bool {
+	return id != "" && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl)
 }

@@ -6,9 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
+
+// FileIDs returns the ids of the uploaded files parts name, each once, in
+// their order: what a message or queued message makes its chat use
+// (file_refs). Parts that carry a file by URL name none.
+func FileIDs(parts []chat.Part) []string {
+	var ids []string
+	for _, p := range parts {
+		if p.Type == chat.PartFile && p.FileID != "" && !slices.Contains(ids, p.FileID) {
+			ids = append(ids, p.FileID)
+		}
+	}
+	return ids
+}
 
 // CheckNewFile refuses a file PutFile cannot store.
 func CheckNewFile(f *store.File) error {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -37,20 +38,26 @@ func ApplyWebhookPatch(e *store.WebhookEndpoint, p store.WebhookPatch, now time.
 	return disabled
 }
 
-// CheckBatchOutcome refuses outcomes that are not ones.
-func CheckBatchOutcome(o store.BatchOutcome) error {
+// CheckBatchOutcome refuses outcomes that are not ones, and returns o
+// with the texts of its outcomes made storable (chat.StorableText): they
+// hold what a receiver answered, and an attempt whose record the database
+// refused would be sent again at every claim, forever.
+func CheckBatchOutcome(o store.BatchOutcome) (store.BatchOutcome, error) {
 	if o.ClaimID == "" || o.EndpointID == "" || o.MaxFailures < 0 {
-		return fmt.Errorf("finish deliveries: want a claim id, an endpoint id and MaxFailures >= 0, got %q, %q, %d",
+		return o, fmt.Errorf("finish deliveries: want a claim id, an endpoint id and MaxFailures >= 0, got %q, %q, %d",
 			o.ClaimID, o.EndpointID, o.MaxFailures)
 	}
-	for _, d := range o.Outcomes {
+	o.Outcomes = slices.Clone(o.Outcomes)
+	for i := range o.Outcomes {
+		d := &o.Outcomes[i]
 		switch d.Status {
 		case store.DeliveryDelivered, store.DeliveryPending, store.DeliveryFailed:
 		default:
-			return fmt.Errorf("finish delivery %d: invalid status %q", d.ID, d.Status)
+			return o, fmt.Errorf("finish delivery %d: invalid status %q", d.ID, d.Status)
 		}
+		d.Error, d.Disable = chat.StorableText(d.Error), chat.StorableText(d.Disable)
 	}
-	return nil
+	return o, nil
 }
 
 // CheckClaim refuses a claim that asks for nothing or holds nothing.
