@@ -104,9 +104,9 @@ func namedFiles(parts []chat.Part) []chat.Part {
 }
 
 // cleanTitle keeps the first line, without quotes or a final period, cut to
-// titleMaxRunes.
+// titleMaxRunes, storable (a model may answer a NUL, which PostgreSQL refuses).
 func cleanTitle(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s, _, _ = strings.Cut(strings.TrimSpace(chat.StorableText(s)), "\n")
 	s = strings.Trim(strings.TrimSpace(s), `"'“”`)
 	s = strings.TrimSuffix(s, ".")
 	if utf8.RuneCountInString(s) > titleMaxRunes {
