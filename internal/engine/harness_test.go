@@ -110,7 +110,7 @@ func newHarness(t *testing.T, tune ...func(*engine.Config)) *harness {
 // (skipped without PARLEY_TEST_POSTGRES).
 func onBothStores(t *testing.T, test func(t *testing.T, h *harness)) {
 	t.Run("SQLite", func(t *testing.T) { test(t, newHarness(t)) })
-	t.Run("PostgreSQL", func(t *testing.T) { test(t, newHarnessOn(t, pgtest.Store(t, pgtest.DSN(t)))) })
+	t.Run("PostgreSQL", func(t *testing.T) { test(t, newHarnessOn(t, pgtest.Store(t, pgtest.Migrated(t)))) })
 }
 
 // newHarnessOn is newHarness on the store st.

@@ -23,7 +23,7 @@ func TestCommitReportsALostLeaseWhateverTheEventSize(t *testing.T) {
 	for _, size := range []int{1, 20000} {
 		t.Run(map[int]string{1: "small event", 20000: "large event"}[size], func(t *testing.T) {
 			log := slog.New(slog.DiscardHandler)
-			st, ps := pgtest.Replica(t, pgtest.DSN(t), "events_test_"+strings.ToLower(rand.Text()[:10]), log)
+			st, ps := pgtest.Replica(t, pgtest.Migrated(t), "events_test_"+strings.ToLower(rand.Text()[:10]), log)
 			err := st.InTx(t.Context(), func(tx store.Tx) error {
 				if _, err := tx.CreateOwner(t.Context(), "alice"); err != nil {
 					return err

@@ -28,7 +28,7 @@ func onBothStores(t *testing.T, test func(t *testing.T, st store.Store)) {
 		test(t, st)
 	}
 	t.Run("SQLite", func(t *testing.T) { run(t, sqlitetest.Open(t, t.TempDir())) })
-	t.Run("PostgreSQL", func(t *testing.T) { run(t, pgtest.Store(t, pgtest.DSN(t))) })
+	t.Run("PostgreSQL", func(t *testing.T) { run(t, pgtest.Store(t, pgtest.Migrated(t))) })
 }
 
 // budgetService is a Service over st whose budget is b.

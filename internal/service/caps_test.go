@@ -20,7 +20,7 @@ import (
 // PostgreSQL only: SQLite runs one writing transaction at a time, so the
 // second cannot get that far while the first waits.
 func TestMaxChatsCountedUnderTheOwnersLock(t *testing.T) {
-	base := pgtest.Store(t, pgtest.DSN(t))
+	base := pgtest.Store(t, pgtest.Migrated(t))
 	ctx := context.Background()
 	if _, _, err := auth.Issue(ctx, base, "alice", "test"); err != nil {
 		t.Fatal(err)
