@@ -20,6 +20,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
@@ -45,6 +46,9 @@ type Deps struct {
 	// Gate, when set, counts every authenticated request against its
 	// token's rate limit (*quota.Gate, shared with parley's API).
 	Gate Admitter
+	// Follower follows the runs requests start; nil makes one of PubSub,
+	// Service and Store (parley's API shares its own).
+	Follower *follow.Follower
 	// Refused, when set, is told of every error answered; parley's API
 	// counts the refusals for an owner's quotas among them.
 	Refused func(error)
@@ -66,6 +70,7 @@ type Facade struct {
 	log       *slog.Logger
 	keepAlive time.Duration
 	gate      Admitter    // nil: no rate limits
+	follower  *follow.Follower
 	refused   func(error) // nil: not told
 	mux       *http.ServeMux
 }
@@ -77,9 +82,12 @@ func New(d Deps) (*Facade, error) {
 		return nil, errors.New("facade: Config, Store, PubSub and Service are required")
 	}
 	f := &Facade{cfg: d.Config, st: d.Store, ps: d.PubSub, svc: d.Service, tools: d.Tools,
-		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, refused: d.Refused, mux: http.NewServeMux()}
+		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, follower: d.Follower, refused: d.Refused, mux: http.NewServeMux()}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
+	}
+	if f.follower == nil {
+		f.follower = follow.New(d.PubSub, d.Service, d.Store, f.log)
 	}
 	if f.keepAlive <= 0 {
 		f.keepAlive = DefaultKeepAlive
