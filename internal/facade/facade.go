@@ -69,7 +69,7 @@ type Facade struct {
 	tools     *tools.Registry
 	log       *slog.Logger
 	keepAlive time.Duration
-	gate      Admitter    // nil: no rate limits
+	gate      Admitter // nil: no rate limits
 	follower  *follow.Follower
 	refused   func(error) // nil: not told
 	mux       *http.ServeMux

@@ -84,8 +84,8 @@ type runStream struct {
 	out     *sseOut
 	durable map[int64]bool // messages handed to the view
 	view    streamView
-	client map[string]bool          // the chat's dynamic tools: the calls the client sees
-	calls  map[int64]map[int]string // message id -> delta index -> client call id ("": a server-side call)
+	client  map[string]bool          // the chat's dynamic tools: the calls the client sees
+	calls   map[int64]map[int]string // message id -> delta index -> client call id ("": a server-side call)
 }
 
 func newRunStream(out *sseOut, client map[string]bool, view streamView) *runStream {
