@@ -38,6 +38,11 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 		return aisdkRequestError(err)
 	}
 	ctx := r.Context()
+	release, err := a.gate.OpenStream(ctx, owner) // before anything is written
+	if err != nil {
+		return err
+	}
+	defer release()
 	id, err := a.aisdkResolve(ctx, owner, req.ID)
 	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
 		id, err = a.aisdkCreate(ctx, owner, req)
@@ -45,11 +50,6 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
-	release, err := a.gate.OpenStream(ctx, owner)
-	if err != nil {
-		return err
-	}
-	defer release()
 	out := &aisdkWriter{sse: newSSE(w)}
 	v := &aisdkView{view: newChatView(out, out.start), idle: func(c chat.Chat) error {
 		// Nothing runs: the answer left the chat waiting for more.

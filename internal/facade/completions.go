@@ -39,6 +39,11 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if err != nil {
 		return err
 	}
+	release, err := f.openStream(r.Context(), owner, req.Stream)
+	if err != nil {
+		return err
+	}
+	defer release()
 	tg, err := f.target(r.Context(), owner, &req, cv)
 	if err != nil {
 		return err

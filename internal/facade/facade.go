@@ -44,7 +44,8 @@ type Deps struct {
 	Logger    *slog.Logger
 	KeepAlive time.Duration // stream keep-alive interval; 0 means DefaultKeepAlive
 	// Gate, when set, counts every authenticated request against its
-	// token's rate limit (*quota.Gate, shared with parley's API).
+	// token's rate limit, and every streamed answer among the owner's open
+	// streams (*quota.Gate, shared with parley's API).
 	Gate Admitter
 	// Follower follows the runs requests start; nil makes one of PubSub,
 	// Service and Store (parley's API shares its own).
@@ -55,9 +56,21 @@ type Deps struct {
 }
 
 // Admitter refuses a request of an owner's token (its id) that is over the
-// token's rate limit, with a *quota.RateError.
+// token's rate limit, with a *quota.RateError, and a stream over the
+// owner's max_streams, with a *quota.CapError.
 type Admitter interface {
 	Admit(ctx context.Context, owner, tokenID string) error
+	OpenStream(ctx context.Context, owner string) (release func(), err error)
+}
+
+// openStream counts a streamed answer among the owner's open streams
+// (max_streams), before the request writes anything; release ends it. An
+// answer that is not streamed is not counted.
+func (f *Facade) openStream(ctx context.Context, owner string, stream bool) (release func(), err error) {
+	if !stream || f.gate == nil {
+		return func() {}, nil
+	}
+	return f.gate.OpenStream(ctx, owner)
 }
 
 // Facade is the HTTP handler of the OpenAI-compatible routes.

@@ -27,6 +27,11 @@ func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string)
 	if err != nil {
 		return err
 	}
+	release, err := f.openStream(r.Context(), owner, req.Stream)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var tg target
 	if req.PreviousResponseID != "" {
 		tg, err = f.continueResponse(r.Context(), owner, &req, items)
