@@ -159,6 +159,23 @@ var followViews = []viewOnB{
 			return false
 		})
 	}},
+	{name: "multiplexed stream", open: func(t *testing.T, b *server, tok, id string) *textReader {
+		return lineReader(t, getStream(t, b, tok, "/api/v1/chats/streams?chat="+id), func(event, data string, r *textReader) bool {
+			switch event {
+			case events.KindPart:
+				var p struct {
+					ChatID string       `json:"chat_id"`
+					Part   events.Delta `json:"part"`
+				}
+				if json.Unmarshal([]byte(data), &p) == nil && p.Part.Type == events.DeltaText && p.ChatID == id {
+					r.pieces <- p.Part.Text
+				}
+			case events.KindStatus:
+				return strings.Contains(data, `"status":"waiting"`)
+			}
+			return false
+		})
+	}},
 	{name: "AI SDK stream", open: func(t *testing.T, b *server, tok, id string) *textReader {
 		return lineReader(t, getStream(t, b, tok, "/api/v1/ai-sdk/chat/"+id+"/stream"), func(_, data string, r *textReader) bool {
 			if data == "[DONE]" {
@@ -207,7 +224,8 @@ var followViews = []viewOnB{
 // chat's control topic sends its snapshot request to nobody. A announces
 // the run once it listens, with the version B already read; B must ask
 // again then, and get every delta of the run while it runs: the chat
-// stream, the AI SDK stream and the OpenAI-compatible stream alike.
+// stream, the multiplexed stream, the AI SDK stream and the
+// OpenAI-compatible stream alike (views of one follower).
 func TestEveryViewOnAnotherReplicaGetsEveryDelta(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	for _, v := range followViews {

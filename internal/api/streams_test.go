@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -143,5 +144,56 @@ func TestMultiplexedStreamRefusals(t *testing.T) {
 	r, _ := s.openSSE("/api/v1/chats/streams?"+strings.Join(many[:32], "&"), alice, nil, false)
 	if ev := nextMux(t, r); ev.Event != events.KindStatus || ev.chatID == "" {
 		t.Fatalf("first event %+v", ev)
+	}
+}
+
+// TestMultiplexedStreamResyncsOneChat: a chat whose events the client did
+// not keep up with gets a resync of its own and is no longer carried; the
+// other chats go on over the same connection.
+func TestMultiplexedStreamResyncsOneChat(t *testing.T) {
+	s := newSQLite(t, func(su *setup) { su.bufferSize = 1 })
+	tok := s.token("alice")
+	busy := s.createChat(tok, map[string]any{"title": "busy"})
+	quiet := s.createChat(tok, map[string]any{"title": "quiet"})
+	r, resume := s.openSSE("/api/v1/chats/streams?chat="+busy.ID+"&chat="+quiet.ID, tok, nil, true)
+	// A burst of large messages the client does not read: the busy chat's
+	// follow blocks on the full connection, its buffer of one overflows.
+	const burst = 64 // 32 MiB: more than any socket buffers hold
+	big := strings.Repeat("m", 512<<10)
+	for i := range burst {
+		m := chat.Message{ID: int64(1000 + i), ChatID: busy.ID, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: chat.PartText, Text: big}}}
+		if err := s.ps.Publish(context.Background(), events.ChatTopic(busy.ID), events.Encode(events.ChatEvent{Kind: events.KindMessage, Message: &m})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume()
+	for {
+		ev := nextMux(t, r)
+		if ev.Event == events.KindResync {
+			if ev.chatID != busy.ID {
+				t.Fatalf("resync of chat %q, want the busy chat %s", ev.chatID, busy.ID)
+			}
+			break
+		}
+		if ev.Event == events.KindMessage && ev.chatID != busy.ID {
+			t.Fatalf("a message of chat %q", ev.chatID)
+		}
+	}
+	// The quiet chat is still carried.
+	m := chat.Message{ID: 5000, ChatID: quiet.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("still here")}}
+	if err := s.ps.Publish(context.Background(), events.ChatTopic(quiet.ID), events.Encode(events.ChatEvent{Kind: events.KindMessage, Message: &m})); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := nextMux(t, r)
+		if ev.Event == events.KindMessage {
+			if ev.chatID != quiet.ID || !strings.Contains(ev.Data, "still here") {
+				t.Fatalf("message %s of chat %q after the resync", ev.Data, ev.chatID)
+			}
+			break
+		}
+		if ev.Event != events.KindStatus {
+			t.Fatalf("%s event of chat %q after the resync", ev.Event, ev.chatID)
+		}
 	}
 }
