@@ -53,7 +53,7 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if req.Stream {
 		return f.streamRun(w, r, owner, tg, resp)
 	}
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
 	if err != nil {
 		return err
 	}

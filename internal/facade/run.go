@@ -72,7 +72,7 @@ func textOf(m chat.Message) string {
 	return s
 }
 
-// follow runs start (the write that makes the chat pending) once the
+// runUntilAnswer runs start (the write that makes the chat pending) once the
 // follower (internal/follow) is subscribed, and follows the run until the
 // answer is ready (answerReady: the chat waits for the client's results or
 // its next message, or failed). The end is also found by reading the chat
@@ -81,7 +81,7 @@ func textOf(m chat.Message) string {
 // client went away), the run goes on, and a later request continues from
 // it. baseline is the id of the last message before the run; obs may be
 // nil.
-func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
+func (f *Facade) runUntilAnswer(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
 	v := &runView{f: f, ctx: ctx, baseline: baseline, obs: obs}
 	o := follow.Options{After: baseline, Poll: pollInterval, Start: func(ctx context.Context) (int64, error) {
 		if err := start(ctx); err != nil {

@@ -143,7 +143,7 @@ func (s *runStream) message(m chat.Message) error {
 // the run starts are HTTP errors; after, the view's failure events end the
 // stream.
 func (f *Facade) stream(r *http.Request, owner string, tg target, s *runStream) error {
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
 	switch {
 	case !s.out.begun:
 		return err // nothing sent yet: an HTTP error
