@@ -47,6 +47,7 @@ func (h *heldControls) Subscribe(ctx context.Context, topic string) (pubsub.Subs
 	close(h.reached)
 	select {
 	case <-probe.C(): // the stream's request: lost for the worker
+	case <-ctx.Done():
 	case <-time.After(streamTimeout):
 		h.t.Error("no snapshot request reached the worker's replica")
 	}
@@ -227,9 +228,10 @@ var followViews = []viewOnB{
 // stream, the multiplexed stream, the AI SDK stream and the
 // OpenAI-compatible stream alike (views of one follower).
 func TestEveryViewOnAnotherReplicaGetsEveryDelta(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	pgtest.Require(t)
 	for _, v := range followViews {
 		t.Run(v.name, func(t *testing.T) {
+			dsn := pgtest.DSN(t) // a database each: no row's chats are another's worker's
 			channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 			fake := llmtest.NewOpenAIChat(t)
 			log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
