@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/llm/llmtest"
 )
 
 // TestMaxStreamsCountsEveryStream: the AI SDK routes and the
@@ -11,7 +13,9 @@ import (
 // max_streams they are refused with 429 before anything is written, and
 // the refusal is counted.
 func TestMaxStreamsCountsEveryStream(t *testing.T) {
-	s := newSQLite(t, func(su *setup) { su.cfg.Quotas.Defaults.MaxStreams = 1 })
+	// An engine runs: a stream let through ends (its run fails, the fake
+	// has no answer), so a missing count fails the test rather than hangs it.
+	s := newLive(t, llmtest.NewOpenAIChat(t), func(su *setup) { su.cfg.Quotas.Defaults.MaxStreams = 1 })
 	alice := s.token("alice")
 	c := s.createChat(alice, map[string]any{"title": "t"})
 	s.watchChat(alice, c.ID, streamOpts{}) // the one stream alice may have
@@ -20,8 +24,8 @@ func TestMaxStreamsCountsEveryStream(t *testing.T) {
 		expectError(t, http.StatusTooManyRequests, "too_many_streams")
 	s.do("GET", "/api/v1/ai-sdk/chat/"+c.ID+"/stream", alice, nil).expectError(t, http.StatusTooManyRequests, "too_many_streams")
 	for path, body := range map[string]string{
-		"/v1/chat/completions": `{"model":"echo","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
-		"/v1/responses":        `{"model":"echo","stream":true,"input":"hi"}`,
+		"/v1/chat/completions": `{"model":"fake","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/responses":        `{"model":"fake","stream":true,"input":"hi"}`,
 	} {
 		res := s.do("POST", path, alice, body)
 		if b := string(res.body); res.status != http.StatusTooManyRequests || !strings.Contains(b, `"insufficient_quota"`) || !strings.Contains(b, "max_streams") {
