@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/aisdk"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -37,6 +38,11 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 		return aisdkRequestError(err)
 	}
 	ctx := r.Context()
+	release, err := a.gate.OpenStream(ctx, owner) // before anything is written
+	if err != nil {
+		return err
+	}
+	defer release()
 	id, err := a.aisdkResolve(ctx, owner, req.ID)
 	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
 		id, err = a.aisdkCreate(ctx, owner, req)
@@ -44,48 +50,90 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
-	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	before, err := a.svc.GetChat(ctx, owner, id)
-	if err != nil {
-		return err
-	}
-	h, err := a.historyFacts(ctx, id)
-	if err != nil {
-		return err
-	}
-	cursor := h.last
-	act = h.unanswered(act)
-	if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
-		return &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
-	}
-	c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
-	if err != nil {
-		return err
-	}
-	m := aisdk.NewMapper(act.MessageID, clientTools(c))
-	switch {
-	case posted.Queued != nil:
-		m.AfterQueued()
-	case posted.Message != nil:
-		cursor = posted.Message.ID // the stream starts after the request's own message
-	}
-	out := &aisdkWriter{sse: newSSE(w), m: m}
-	if err := out.start(); err != nil {
-		return nil
-	}
-	if c.Status != chat.Pending && c.Status != chat.Running {
+	out := &aisdkWriter{sse: newSSE(w)}
+	v := &aisdkView{view: newChatView(out, out.start), idle: func(c chat.Chat) error {
 		// Nothing runs: the answer left the chat waiting for more.
+		if err := out.start(); err != nil {
+			return err
+		}
 		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": chat.Running}))
 		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
+		return errRunEnded
+	}}
+	// The request acts once the follow is subscribed: no event of the run
+	// it starts is missed.
+	start := func(ctx context.Context) (int64, error) {
+		before, err := a.svc.GetChat(ctx, owner, id)
+		if err != nil {
+			return 0, err
+		}
+		h, err := a.historyFacts(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		cursor := h.last
+		act := h.unanswered(act)
+		if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
+			return 0, &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
+		}
+		c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
+		if err != nil {
+			return 0, err
+		}
+		v.acted = &c
+		out.m = aisdk.NewMapper(act.MessageID, clientTools(c))
+		switch {
+		case posted.Queued != nil:
+			out.m.AfterQueued()
+		case posted.Message != nil:
+			cursor = posted.Message.ID // the stream starts after the request's own message
+		}
+		return cursor, nil
+	}
+	return a.aisdkFollow(ctx, owner, id, follow.Options{Start: start}, v)
+}
+
+// aisdkFollow follows the chat for an AI SDK view: its errors before the
+// stream began are HTTP errors; a stream ends at its finish chunk.
+func (a *api) aisdkFollow(ctx context.Context, owner, id string, o follow.Options, v *aisdkView) error {
+	err := a.followChat(ctx, owner, id, o, v)
+	if errors.Is(err, errRunEnded) || errors.Is(err, errNoContent) {
 		return nil
 	}
-	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: cursor, seq: map[int64]int{}})
-	return nil
+	return err
 }
+
+// aisdkView shows a followed run as UI message chunks (the chat view's
+// events, mapped by the aisdkWriter it writes to). idle answers instead
+// when nothing runs: in the chat the request's action left (acted), or
+// else in the chat as first read. A run that ends between the action and
+// the read is still streamed, from the messages it wrote.
+type aisdkView struct {
+	view  *chatView
+	idle  func(c chat.Chat) error
+	acted *chat.Chat
+	seen  bool
+}
+
+func (v *aisdkView) chatView() *chatView { return v.view }
+
+func (v *aisdkView) Chat(c chat.Chat) error {
+	if !v.seen {
+		v.seen = true
+		first := c
+		if v.acted != nil {
+			first = *v.acted
+		}
+		if first.Status != chat.Pending && first.Status != chat.Running {
+			return v.idle(first)
+		}
+	}
+	return v.view.Chat(c)
+}
+
+func (v *aisdkView) Event(ev events.ChatEvent) error { return v.view.Event(ev) }
+
+func (v *aisdkView) KeepAlive() error { return v.view.KeepAlive() }
 
 // aisdkAct does what the request's last message asks and returns the chat
 // after it, and for a message what became of it (added, or queued behind
@@ -278,30 +326,30 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 	if err != nil {
 		return err
 	}
-	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	release, err := a.gate.OpenStream(ctx, owner)
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	c, err := a.svc.GetChat(ctx, owner, id) // after subscribing: the end of the run is not missed
-	if err != nil {
-		return err
-	}
-	if c.Status != chat.Pending && c.Status != chat.Running {
+	defer release()
+	out := &aisdkWriter{sse: newSSE(w)}
+	v := &aisdkView{view: newChatView(out, out.start), idle: func(chat.Chat) error {
 		w.WriteHeader(http.StatusNoContent)
-		return nil
+		return errNoContent
+	}}
+	// The run is streamed from its start: after the last user message.
+	start := func(ctx context.Context) (int64, error) {
+		c, err := a.svc.GetChat(ctx, owner, id)
+		if err != nil {
+			return 0, err
+		}
+		h, err := a.historyFacts(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		out.m = aisdk.NewMapper("", clientTools(c))
+		return h.lastUser, nil
 	}
-	h, err := a.historyFacts(ctx, id)
-	if err != nil {
-		return err
-	}
-	from := h.lastUser
-	out := &aisdkWriter{sse: newSSE(w), m: aisdk.NewMapper("", clientTools(c))}
-	if err := out.start(); err != nil {
-		return nil
-	}
-	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: from, seq: map[int64]int{}})
-	return nil
+	return a.aisdkFollow(ctx, owner, id, follow.Options{Start: start}, v)
 }
 
 // aisdkMessages answers GET /api/v1/ai-sdk/chat/{id}/messages: the chat as
@@ -351,8 +399,12 @@ func aisdkRequestError(err error) error {
 	return err
 }
 
-// errRunEnded ends an AI SDK stream once its finish chunk is out.
-var errRunEnded = errors.New("the run ended")
+// errRunEnded ends an AI SDK stream once its finish chunk is out;
+// errNoContent a resume that found nothing running (204).
+var (
+	errRunEnded  = errors.New("the run ended")
+	errNoContent = errors.New("nothing runs")
+)
 
 // aisdkWriter writes a chat stream's events as UI message chunks.
 type aisdkWriter struct {

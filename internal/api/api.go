@@ -23,6 +23,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/facade"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/service"
@@ -64,6 +65,7 @@ type api struct {
 	tools      *tools.Registry
 	facade     http.Handler // the OpenAI-compatible routes under /v1/
 	gate       *quota.Gate  // this replica's rate limits and stream caps
+	follower   *follow.Follower
 	now        func() time.Time
 
 	mux    *http.ServeMux
@@ -114,8 +116,9 @@ func New(d Deps) (http.Handler, error) {
 		opts = append(opts, service.WithServerTools(d.Tools))
 	}
 	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
+	a.follower = follow.New(d.PubSub, a.svc, d.Store, a.log)
 	fc, err := facade.New(facade.Deps{Config: d.Config, Store: d.Store, PubSub: d.PubSub, Service: a.svc,
-		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive, Gate: a.gate, Refused: a.metrics.refused})
+		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive, Gate: a.gate, Follower: a.follower, Refused: a.metrics.refused})
 	if err != nil {
 		return nil, err
 	}

@@ -55,10 +55,11 @@ func endsUnauthorized(t *testing.T, what string, evs []sseEv) {
 	}
 }
 
-// checkRevocationEndsStreams opens a feed and a chat stream on serving with
-// a token, revokes the token through revoking's store (as `parley token
-// revoke` does), and checks that both streams end with an unauthorized
-// event while a stream of another token of the same owner goes on.
+// checkRevocationEndsStreams opens a feed, a chat stream and a multiplexed
+// stream on serving with a token, revokes the token through revoking's
+// store (as `parley token revoke` does), and checks that all three end
+// with an unauthorized event while a stream of another token of the same
+// owner goes on.
 func checkRevocationEndsStreams(t *testing.T, serving, revoking *server) {
 	ctx := context.Background()
 	doomed, tok, err := auth.Issue(ctx, revoking.st, "alice", "doomed")
@@ -70,10 +71,14 @@ func checkRevocationEndsStreams(t *testing.T, serving, revoking *server) {
 
 	feed := serving.watch(doomed)
 	chatStream, _ := serving.openSSE("/api/v1/chats/"+c.ID+"/stream", doomed, nil, false)
+	mux, _ := serving.openSSE("/api/v1/chats/streams?chat="+c.ID, doomed, nil, false)
 	kept := serving.watch(other)
 	// Both deliver while the token is valid, checked many times over.
 	if ev := chatStream.item(); ev.Event != events.KindStatus {
 		t.Fatalf("chat stream opened with %q, want status", ev.Event)
+	}
+	if ev := mux.item(); ev.Event != events.KindStatus {
+		t.Fatalf("multiplexed stream opened with %q, want status", ev.Event)
 	}
 	before := serving.createChat(other, nil)
 	feed.expect(events.KindCreated, before.ID)
@@ -84,6 +89,7 @@ func checkRevocationEndsStreams(t *testing.T, serving, revoking *server) {
 	}
 	endsUnauthorized(t, "the feed", untilEnd(t, feed.sseReader))
 	endsUnauthorized(t, "the chat stream", untilEnd(t, chatStream))
+	endsUnauthorized(t, "the multiplexed stream", untilEnd(t, mux))
 
 	after := serving.createChat(other, nil)
 	kept.expect(events.KindCreated, after.ID)

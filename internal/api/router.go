@@ -25,6 +25,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats", a.authed(a.createChat))
 	a.handle("GET "+v1+"/chats", a.authed(a.listChats))
 	a.handle("GET "+v1+"/chats/watch", a.authed(a.watch))
+	a.handle("GET "+v1+"/chats/streams", a.authed(a.streams))
 	a.handle("GET "+v1+"/chats/{id}", a.authed(a.getChat))
 	a.handle("PATCH "+v1+"/chats/{id}", a.authed(a.patchChat))
 	a.handle("DELETE "+v1+"/chats/{id}", a.authed(a.deleteChat))

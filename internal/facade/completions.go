@@ -39,6 +39,11 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if err != nil {
 		return err
 	}
+	release, err := f.openStream(r.Context(), owner, req.Stream)
+	if err != nil {
+		return err
+	}
+	defer release()
 	tg, err := f.target(r.Context(), owner, &req, cv)
 	if err != nil {
 		return err
@@ -48,7 +53,7 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if req.Stream {
 		return f.streamRun(w, r, owner, tg, resp)
 	}
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
@@ -43,17 +44,33 @@ type Deps struct {
 	Logger    *slog.Logger
 	KeepAlive time.Duration // stream keep-alive interval; 0 means DefaultKeepAlive
 	// Gate, when set, counts every authenticated request against its
-	// token's rate limit (*quota.Gate, shared with parley's API).
+	// token's rate limit, and every streamed answer among the owner's open
+	// streams (*quota.Gate, shared with parley's API).
 	Gate Admitter
+	// Follower follows the runs requests start; nil makes one of PubSub,
+	// Service and Store (parley's API shares its own).
+	Follower *follow.Follower
 	// Refused, when set, is told of every error answered; parley's API
 	// counts the refusals for an owner's quotas among them.
 	Refused func(error)
 }
 
 // Admitter refuses a request of an owner's token (its id) that is over the
-// token's rate limit, with a *quota.RateError.
+// token's rate limit, with a *quota.RateError, and a stream over the
+// owner's max_streams, with a *quota.CapError.
 type Admitter interface {
 	Admit(ctx context.Context, owner, tokenID string) error
+	OpenStream(ctx context.Context, owner string) (release func(), err error)
+}
+
+// openStream counts a streamed answer among the owner's open streams
+// (max_streams), before the request writes anything; release ends it. An
+// answer that is not streamed is not counted.
+func (f *Facade) openStream(ctx context.Context, owner string, stream bool) (release func(), err error) {
+	if !stream || f.gate == nil {
+		return func() {}, nil
+	}
+	return f.gate.OpenStream(ctx, owner)
 }
 
 // Facade is the HTTP handler of the OpenAI-compatible routes.
@@ -65,7 +82,8 @@ type Facade struct {
 	tools     *tools.Registry
 	log       *slog.Logger
 	keepAlive time.Duration
-	gate      Admitter    // nil: no rate limits
+	gate      Admitter // nil: no rate limits
+	follower  *follow.Follower
 	refused   func(error) // nil: not told
 	mux       *http.ServeMux
 }
@@ -77,9 +95,12 @@ func New(d Deps) (*Facade, error) {
 		return nil, errors.New("facade: Config, Store, PubSub and Service are required")
 	}
 	f := &Facade{cfg: d.Config, st: d.Store, ps: d.PubSub, svc: d.Service, tools: d.Tools,
-		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, refused: d.Refused, mux: http.NewServeMux()}
+		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, follower: d.Follower, refused: d.Refused, mux: http.NewServeMux()}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
+	}
+	if f.follower == nil {
+		f.follower = follow.New(d.PubSub, d.Service, d.Store, f.log)
 	}
 	if f.keepAlive <= 0 {
 		f.keepAlive = DefaultKeepAlive

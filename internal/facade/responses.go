@@ -27,6 +27,11 @@ func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string)
 	if err != nil {
 		return err
 	}
+	release, err := f.openStream(r.Context(), owner, req.Stream)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var tg target
 	if req.PreviousResponseID != "" {
 		tg, err = f.continueResponse(r.Context(), owner, &req, items)
@@ -41,7 +46,7 @@ func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string)
 	if req.Stream {
 		return f.streamResponse(w, r, owner, tg, resp)
 	}
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,13 @@ package facade
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -22,10 +22,11 @@ type observer interface {
 	// begin is called once the write that starts the run committed: from
 	// then on the answer is a stream, and errors are told inside it.
 	begin() error
-	// parts gets live deltas of the run's steps (and snapshots of them),
-	// possibly repeated or out of order.
+	// parts gets the deltas of the run's steps, each once and in order
+	// (the follower orders them), none of a step already durable.
 	parts(b *events.PartBatch) error
-	// message gets each durable message of the run, possibly more than once.
+	// message gets each durable message of the run, possibly more than
+	// once (live, then again when the run is summed up).
 	message(m chat.Message) error
 	// keepAlive is called every keep-alive interval.
 	keepAlive() error
@@ -71,129 +72,80 @@ func textOf(m chat.Message) string {
 	return s
 }
 
-// follow subscribes to the chat's events, runs start (the write that makes
-// the chat pending), and follows the run until the answer is ready
-// (answerReady: the chat waits for the client's results or its next
-// message, or failed). Subscribing first means no event of the run is missed; the end
-// is also found by reading the chat every pollInterval, so a lost event only
-// delays it. The run itself belongs to the engine, on whatever replica: if
-// ctx ends first (the client went away), the run goes on, and a later
-// request continues from it. baseline is the id of the last message before
-// the run; obs may be nil.
-func (f *Facade) follow(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
-	sub, err := f.ps.Subscribe(ctx, events.ChatTopic(id))
-	if err != nil {
-		return outcome{}, fmt.Errorf("subscribe to chat %s: %w", id, err)
-	}
-	defer sub.Close()
-	if err := start(ctx); err != nil {
-		return outcome{}, err
-	}
+// runUntilAnswer runs start (the write that makes the chat pending) once the
+// follower (internal/follow) is subscribed, and follows the run until the
+// answer is ready (answerReady: the chat waits for the client's results or
+// its next message, or failed). The end is also found by reading the chat
+// every pollInterval, so a lost event only delays it. The run itself
+// belongs to the engine, on whatever replica: if ctx ends first (the
+// client went away), the run goes on, and a later request continues from
+// it. baseline is the id of the last message before the run; obs may be
+// nil.
+func (f *Facade) runUntilAnswer(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
+	v := &runView{f: f, ctx: ctx, baseline: baseline, obs: obs}
+	o := follow.Options{After: baseline, Poll: pollInterval, Start: func(ctx context.Context) (int64, error) {
+		if err := start(ctx); err != nil {
+			return 0, err
+		}
+		if obs != nil {
+			return 0, obs.begin()
+		}
+		return 0, nil
+	}}
 	if obs != nil {
-		if err := obs.begin(); err != nil {
-			return outcome{}, err
-		}
+		o.KeepAlive = f.keepAlive
 	}
-	c, err := f.svc.GetChat(ctx, owner, id) // after the start: every later change is newer
-	if err != nil {
-		return outcome{}, err
+	err := f.follower.Follow(ctx, owner, id, v, o)
+	if errors.Is(err, errAnswered) {
+		return v.out, v.err
 	}
-	if answerReady(c) {
-		return f.finish(ctx, c, baseline, obs)
+	if err == nil {
+		err = errors.New("follow ended") // not without an error
 	}
-	version := c.Version
-	var nonce string // the snapshot request in flight
-	if c.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
-		nonce = f.askSnapshot(ctx, id)
+	return outcome{}, err
+}
+
+// errAnswered ends a follow once the answer is ready.
+var errAnswered = errors.New("the answer is ready")
+
+// runView is the view a request's follow shows the run to: it hands the
+// run's deltas and messages to obs, and sums the run up once the answer is
+// ready.
+type runView struct {
+	f        *Facade
+	ctx      context.Context
+	baseline int64
+	obs      observer
+	out      outcome
+	err      error
+}
+
+func (v *runView) Chat(c chat.Chat) error {
+	if !answerReady(c) {
+		return nil
 	}
-	poll := time.NewTicker(pollInterval)
-	defer poll.Stop()
-	keep := time.NewTicker(f.keepAlive)
-	defer keep.Stop()
-	subC := sub.C()
-	reread := func() (bool, outcome, error) {
-		c, err := f.svc.GetChat(ctx, owner, id)
-		if err != nil {
-			if ctx.Err() != nil {
-				return true, outcome{}, ctx.Err()
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				return true, outcome{}, err // deleted meanwhile
-			}
-			f.log.Warn("openai facade: chat not read; trying again", "chat", id, "err", err)
-			return false, outcome{}, nil
-		}
-		if !answerReady(c) {
-			return false, outcome{}, nil
-		}
-		out, err := f.finish(ctx, c, baseline, obs)
-		return true, out, err
+	v.out, v.err = v.f.finish(v.ctx, c, v.baseline, v.obs)
+	return errAnswered
+}
+
+func (v *runView) Event(ev events.ChatEvent) error {
+	if v.obs == nil {
+		return nil
 	}
-	for {
-		var err error
-		select {
-		case <-ctx.Done():
-			return outcome{}, ctx.Err()
-		case <-keep.C:
-			if obs != nil {
-				err = obs.keepAlive()
-			}
-		case <-poll.C:
-			if done, out, err := reread(); done {
-				return out, err
-			}
-		case m, ok := <-subC:
-			if !ok || m.Missed {
-				if !ok {
-					subC = nil // lagged or closed: the polls go on alone
-				}
-				if done, out, err := reread(); done {
-					return out, err
-				}
-				continue
-			}
-			var ev events.ChatEvent
-			if json.Unmarshal(m.Payload, &ev) != nil {
-				continue
-			}
-			switch ev.Kind {
-			case events.KindStatus:
-				// A running status heard here announces a run after the start
-				// (the chat was not running before it), whatever its version:
-				// its worker listens by then, while a request sent when the
-				// read found the chat running may have come before it did,
-				// and been lost.
-				if ev.Chat != nil && ev.Chat.Status == chat.Running && events.DeltasStayWithWorker(f.ps) {
-					nonce = f.askSnapshot(ctx, id)
-				}
-				if ev.Chat == nil || ev.Chat.Version <= version {
-					continue // older than what the start left: another run's
-				}
-				version = ev.Chat.Version
-				if ev.Chat.Status != chat.Running && ev.Chat.Status != chat.Pending {
-					if done, out, err := reread(); done {
-						return out, err
-					}
-				}
-			case events.KindPart:
-				if obs != nil && ev.Parts != nil && ev.Parts.MessageID > baseline {
-					err = obs.parts(ev.Parts)
-				}
-			case events.KindSnapshot:
-				if obs != nil && nonce != "" && ev.Nonce == nonce && ev.Parts != nil && ev.Parts.MessageID > baseline {
-					nonce = ""
-					err = obs.parts(ev.Parts)
-				}
-			case events.KindMessage:
-				if obs != nil && ev.Message != nil && ev.Message.ID > baseline {
-					err = obs.message(*ev.Message)
-				}
-			}
-		}
-		if err != nil {
-			return outcome{}, err
-		}
+	switch ev.Kind {
+	case events.KindPart:
+		return v.obs.parts(ev.Parts)
+	case events.KindMessage:
+		return v.obs.message(*ev.Message)
 	}
+	return nil
+}
+
+func (v *runView) KeepAlive() error {
+	if v.obs == nil {
+		return nil
+	}
+	return v.obs.keepAlive()
 }
 
 // answerReady reports whether the request that follows the chat's run can
@@ -239,14 +191,4 @@ func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs ob
 		out.Calls = chat.OfKind(c.RequiredAction.ToolCalls, chat.ActionClient)
 	}
 	return out, nil
-}
-
-// askSnapshot asks the chat's worker for a snapshot (events.AskSnapshot),
-// logging a request that could not be sent.
-func (f *Facade) askSnapshot(ctx context.Context, id string) string {
-	nonce, err := events.AskSnapshot(ctx, f.ps, id)
-	if err != nil {
-		f.log.Warn("openai facade: snapshot request not published", "chat", id, "err", err)
-	}
-	return nonce
 }

@@ -78,19 +78,18 @@ type streamView interface {
 }
 
 // runStream follows one run for a streamed answer (it is the run's
-// observer): it applies the steps' deltas in order, each once (deltaOrder),
-// hides the server-side calls, and hands the rest to its view, which
-// writes to out.
+// observer): it hides the server-side calls, and hands the rest to its
+// view, which writes to out, each durable message once.
 type runStream struct {
-	out *sseOut
-	deltaOrder
-	view   streamView
-	client map[string]bool          // the chat's dynamic tools: the calls the client sees
-	calls  map[int64]map[int]string // message id -> delta index -> client call id ("": a server-side call)
+	out     *sseOut
+	durable map[int64]bool // messages handed to the view
+	view    streamView
+	client  map[string]bool          // the chat's dynamic tools: the calls the client sees
+	calls   map[int64]map[int]string // message id -> delta index -> client call id ("": a server-side call)
 }
 
 func newRunStream(out *sseOut, client map[string]bool, view streamView) *runStream {
-	return &runStream{out: out, deltaOrder: newDeltaOrder(), view: view, client: client, calls: map[int64]map[int]string{}}
+	return &runStream{out: out, durable: map[int64]bool{}, view: view, client: client, calls: map[int64]map[int]string{}}
 }
 
 func (s *runStream) begin() error {
@@ -100,7 +99,14 @@ func (s *runStream) begin() error {
 
 func (s *runStream) keepAlive() error { return s.out.keepAlive() }
 
-func (s *runStream) parts(b *events.PartBatch) error { return s.feed(b, s.apply) }
+func (s *runStream) parts(b *events.PartBatch) error {
+	for _, d := range b.Deltas {
+		if err := s.apply(b.MessageID, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // apply hands one delta of message m to the view.
 func (s *runStream) apply(m int64, d events.Delta) error {
@@ -126,9 +132,10 @@ func (s *runStream) apply(m int64, d events.Delta) error {
 }
 
 func (s *runStream) message(m chat.Message) error {
-	if m.Role != chat.RoleAssistant || !s.settle(m.ID) {
+	if m.Role != chat.RoleAssistant || s.durable[m.ID] {
 		return nil
 	}
+	s.durable[m.ID] = true
 	return s.view.durable(m)
 }
 
@@ -136,7 +143,7 @@ func (s *runStream) message(m chat.Message) error {
 // the run starts are HTTP errors; after, the view's failure events end the
 // stream.
 func (f *Facade) stream(r *http.Request, owner string, tg target, s *runStream) error {
-	out, err := f.follow(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
 	switch {
 	case !s.out.begun:
 		return err // nothing sent yet: an HTTP error
@@ -184,57 +191,4 @@ func (o *sseOut) write(frame string) error {
 		return err
 	}
 	return o.rc.Flush()
-}
-
-// deltaOrder applies the deltas of a run's steps in order, each once,
-// though batches may come repeated or out of order (live, and from
-// snapshots): a batch that would leave a gap waits for the missing deltas,
-// or for the step's durable message, after which the step's deltas are
-// moot (the message carries what was not streamed).
-type deltaOrder struct {
-	sent    map[int64]int                 // message id -> deltas applied
-	held    map[int64][]*events.PartBatch // batches that came early
-	durable map[int64]bool                // messages whose durable copy was taken
-}
-
-func newDeltaOrder() deltaOrder {
-	return deltaOrder{sent: map[int64]int{}, held: map[int64][]*events.PartBatch{}, durable: map[int64]bool{}}
-}
-
-// feed applies the deltas of b not applied yet, then the held batches that
-// now follow on.
-func (o *deltaOrder) feed(b *events.PartBatch, apply func(m int64, d events.Delta) error) error {
-	m := b.MessageID
-	if o.durable[m] || b.Seq+len(b.Deltas) <= o.sent[m] {
-		return nil
-	}
-	if b.Seq > o.sent[m] {
-		o.held[m] = append(o.held[m], b)
-		return nil
-	}
-	for _, d := range b.Deltas[o.sent[m]-b.Seq:] {
-		if err := apply(m, d); err != nil {
-			return err
-		}
-		o.sent[m]++
-	}
-	held := o.held[m]
-	o.held[m] = nil
-	for _, h := range held {
-		if err := o.feed(h, apply); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// settle records that message id is durable and reports whether it was
-// not already: its deltas are dropped from then on.
-func (o *deltaOrder) settle(id int64) bool {
-	if o.durable[id] {
-		return false
-	}
-	o.durable[id] = true
-	delete(o.held, id)
-	return true
 }
