@@ -25,7 +25,7 @@ func TestMessages(t *testing.T) {
 		{ID: 6, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: "text", Text: "Half"}}},
 	}
 	pending := []chat.ToolCall{{ToolCallID: "a1", ToolName: "rm", Kind: chat.ActionApproval}, {ToolCallID: "c1", ToolName: "ask", Kind: chat.ActionClient}}
-	got := Messages(history, map[string]bool{"ask": true}, pending, false)
+	got := Messages(history, map[string]bool{"ask": true}, pending, false, nil)
 	if len(got) != 4 || got[1].ID != "msg-2" || got[1].Role != "assistant" || got[3].ID != "msg-6" {
 		t.Fatalf("messages %+v", got)
 	}
@@ -49,10 +49,10 @@ func TestMessages(t *testing.T) {
 		t.Errorf("%d step-start parts, want 2", steps)
 	}
 	// A running chat: the answer in progress is left out, the resume brings it.
-	if got := Messages(history, nil, nil, true); len(got) != 3 || got[2].ID != "msg-5" {
+	if got := Messages(history, nil, nil, true, nil); len(got) != 3 || got[2].ID != "msg-5" {
 		t.Fatalf("running: %+v", got)
 	}
-	b, _ := json.Marshal(Messages(nil, nil, nil, false))
+	b, _ := json.Marshal(Messages(nil, nil, nil, false, nil))
 	if string(b) != "[]" {
 		t.Fatalf("empty history: %s", b)
 	}
@@ -61,7 +61,7 @@ func TestMessages(t *testing.T) {
 func TestMessagesFileParts(t *testing.T) {
 	history := []chat.Message{{ID: 1, ChatID: "c1", Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("see"),
 		{Type: chat.PartFile, FileID: "file_1", MediaType: "image/png", Name: "cat.png"}}}}
-	got := Messages(history, nil, nil, false)
+	got := Messages(history, nil, nil, false, nil)
 	if len(got) != 1 || len(got[0].Parts) != 2 {
 		t.Fatalf("messages %+v", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/aisdk"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
+	"github.com/parleyhq/parley/internal/pubsub"
 	"github.com/parleyhq/parley/internal/service"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -37,41 +38,24 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 		return aisdkRequestError(err)
 	}
 	ctx := r.Context()
-	id, err := a.aisdkResolve(ctx, owner, req.ID)
-	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
-		id, err = a.aisdkCreate(ctx, owner, req)
+	var (
+		c      chat.Chat
+		posted service.PostResult
+		cursor int64
+		sub    pubsub.Subscription
+	)
+	if act.Kind == aisdk.ActionMessage {
+		c, posted, cursor, sub, err = a.aisdkPost(ctx, owner, req, act)
+	} else {
+		c, cursor, sub, err = a.aisdkAnswerOrRegenerate(ctx, r, owner, req.ID, act)
 	}
-	if err != nil {
-		return err
-	}
-	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
 	if err != nil {
 		return err
 	}
 	defer sub.Close()
-	before, err := a.svc.GetChat(ctx, owner, id)
-	if err != nil {
-		return err
-	}
-	h, err := a.historyFacts(ctx, id)
-	if err != nil {
-		return err
-	}
-	cursor := h.last
-	act = h.unanswered(act)
-	if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
-		return &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
-	}
-	c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
-	if err != nil {
-		return err
-	}
 	m := aisdk.NewMapper(act.MessageID, clientTools(c))
-	switch {
-	case posted.Queued != nil:
+	if posted.Queued != nil {
 		m.AfterQueued()
-	case posted.Message != nil:
-		cursor = posted.Message.ID // the stream starts after the request's own message
 	}
 	out := &aisdkWriter{sse: newSSE(w), m: m}
 	if err := out.start(); err != nil {
@@ -83,28 +67,102 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 		_ = out.event(events.KindStatus, events.Encode(map[string]any{"status": c.Status, "chat": c}))
 		return nil
 	}
-	a.follow(ctx, id, c, sub, &chatStream{sse: out, lastMsg: cursor, seq: map[int64]int{}})
+	a.follow(ctx, c.ID, c, sub, &chatStream{sse: out, lastMsg: cursor, seq: map[int64]int{}})
 	return nil
 }
 
-// aisdkAct does what the request's last message asks and returns the chat
-// after it, and for a message what became of it (added, or queued behind
-// the run in progress).
-func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, service.PostResult, error) {
-	switch act.Kind {
-	case aisdk.ActionMessage:
-		res, err := a.svc.PostMessage(ctx, owner, c.ID, aisdkContent(act), "")
-		if err != nil {
-			return chat.Chat{}, res, err
+// aisdkPost posts the request's user message to the chat its id names,
+// which the service creates with the request's "parley" options if the id
+// names none yet. It subscribes to the chat's events first, so the stream
+// misses nothing of the run, and returns the chat after the post, the
+// stream's cursor and the subscription.
+func (a *api) aisdkPost(ctx context.Context, owner string, req aisdk.Request, act aisdk.Action) (chat.Chat, service.PostResult, int64, pubsub.Subscription, error) {
+	for attempt := 1; ; attempt++ {
+		id, err := a.svc.AppChatID(ctx, owner, req.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+			id = uuid.Must(uuid.NewV7()).String() // the chat the post creates, unless another owner's id
 		}
-		c, err := a.svc.GetChat(ctx, owner, c.ID)
-		return c, res, err
-	case aisdk.ActionRegenerate:
-		c, err := a.svc.Regenerate(ctx, owner, c.ID)
-		return c, service.PostResult{}, err
+		if err != nil {
+			return chat.Chat{}, service.PostResult{}, 0, nil, err
+		}
+		sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+		if err != nil {
+			return chat.Chat{}, service.PostResult{}, 0, nil, err
+		}
+		c, posted, cursor, err := a.aisdkPostTo(ctx, owner, id, req, act)
+		if errors.Is(err, service.ErrAppChatMoved) && attempt < 3 {
+			sub.Close() // a concurrent first request created the chat: post to that one
+			continue
+		}
+		if err != nil {
+			sub.Close()
+			return chat.Chat{}, service.PostResult{}, 0, nil, err
+		}
+		return c, posted, cursor, sub, nil
 	}
-	c, err := a.aisdkAnswer(ctx, r, owner, c, act)
-	return c, service.PostResult{}, err
+}
+
+// aisdkPostTo is one attempt of aisdkPost, on chat id.
+func (a *api) aisdkPostTo(ctx context.Context, owner, id string, req aisdk.Request, act aisdk.Action) (chat.Chat, service.PostResult, int64, error) {
+	h, err := a.historyFacts(ctx, id) // none for a chat the post creates
+	if err != nil {
+		return chat.Chat{}, service.PostResult{}, 0, err
+	}
+	posted, err := a.svc.PostAppMessage(ctx, owner, req.ID, id, aisdkContent(act), aisdkNewChat(req))
+	if err != nil {
+		return chat.Chat{}, service.PostResult{}, 0, err
+	}
+	c, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return chat.Chat{}, service.PostResult{}, 0, err
+	}
+	cursor := h.last
+	if posted.Message != nil {
+		cursor = posted.Message.ID // the stream starts after the request's own message
+	}
+	return c, posted, cursor, nil
+}
+
+// aisdkAnswerOrRegenerate submits the request's tool outputs and approval
+// decisions, or regenerates, on the chat its id names, subscribed to
+// first. It returns the chat after, the stream's cursor and the
+// subscription.
+func (a *api) aisdkAnswerOrRegenerate(ctx context.Context, r *http.Request, owner, appID string, act aisdk.Action) (chat.Chat, int64, pubsub.Subscription, error) {
+	id, err := a.svc.AppChatID(ctx, owner, appID)
+	if err != nil {
+		return chat.Chat{}, 0, nil, err
+	}
+	sub, err := a.ps.Subscribe(ctx, events.ChatTopic(id))
+	if err != nil {
+		return chat.Chat{}, 0, nil, err
+	}
+	c, cursor, err := func() (chat.Chat, int64, error) {
+		before, err := a.svc.GetChat(ctx, owner, id)
+		if err != nil {
+			return chat.Chat{}, 0, err
+		}
+		h, err := a.historyFacts(ctx, id)
+		if err != nil {
+			return chat.Chat{}, 0, err
+		}
+		if act.Kind == aisdk.ActionRegenerate {
+			c, err := a.svc.Regenerate(ctx, owner, id)
+			return c, h.last, err
+		}
+		act = h.unanswered(act)
+		if len(act.Outputs) == 0 && len(act.Decisions) == 0 {
+			return chat.Chat{}, 0, &service.StatusError{ChatID: id, Status: before.Status,
+				Reason: "every tool output and approval answer of the last message is in the chat already"}
+		}
+		c, err := a.aisdkAnswer(ctx, r, owner, before, act)
+		return c, h.last, err
+	}()
+	if err != nil {
+		sub.Close()
+		return chat.Chat{}, 0, nil, err
+	}
+	return c, cursor, sub, nil
 }
 
 // aisdkAnswer submits the client's tool outputs, then its approval
@@ -169,35 +227,9 @@ func decisionsMatch(c chat.Chat, ds []aisdk.Decision) bool {
 	return true
 }
 
-// aisdkResolve maps a client's chat id to the owner's chat: a parley chat
-// id, or the chat created for that client id. Another owner's chat is not
-// found.
-func (a *api) aisdkResolve(ctx context.Context, owner, clientID string) (string, error) {
-	if _, err := uuid.Parse(clientID); err == nil {
-		c, err := a.st.GetChat(ctx, clientID)
-		switch {
-		case err == nil && c.Owner == owner:
-			return c.ID, nil
-		case err == nil:
-			return "", fmt.Errorf("chat %s: %w", clientID, store.ErrNotFound)
-		case !errors.Is(err, store.ErrNotFound):
-			return "", err
-		}
-	}
-	page, err := a.svc.ListChats(ctx, owner, store.ChatQuery{Owner: owner,
-		Labels: map[string]string{aisdk.LabelClientID: clientID}, Limit: 1})
-	if err != nil {
-		return "", err
-	}
-	if len(page.Chats) == 0 {
-		return "", fmt.Errorf("chat %q: %w", clientID, store.ErrNotFound)
-	}
-	return page.Chats[0].ID, nil
-}
-
-// aisdkCreate creates the owner's chat for a client chat id, with the
-// request's "parley" options.
-func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) (string, error) {
+// aisdkNewChat is the chat a request's first message creates: its
+// "parley" options, labelled with the app's id.
+func aisdkNewChat(req aisdk.Request) service.NewChat {
 	var o aisdk.Options
 	if req.Parley != nil {
 		o = *req.Parley
@@ -208,12 +240,8 @@ func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) 
 	}
 	labels[aisdk.LabelAPI] = aisdk.LabelAPIValue
 	labels[aisdk.LabelClientID] = req.ID
-	c, err := a.svc.Create(ctx, owner, service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt,
-		Title: o.Title, Labels: labels, DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve})
-	if err != nil {
-		return "", err
-	}
-	return c.Chat.ID, nil
+	return service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt, Title: o.Title, Labels: labels,
+		DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve}
 }
 
 // historyFacts is what a request needs to know of a chat's history.
@@ -271,10 +299,16 @@ func (h historyFacts) unanswered(act aisdk.Action) aisdk.Action {
 }
 
 // aisdkStream answers GET /api/v1/ai-sdk/chat/{id}/stream (useChat's
-// resume): 204 when nothing runs, else the run in progress from its start.
+// resume): 204 when nothing runs, an id that names no chat yet included
+// (useChat resumes a new chat on mount), else the run in progress from its
+// start.
 func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx := r.Context()
-	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	id, err := a.svc.AppChatID(ctx, owner, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -295,8 +329,19 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 	if err != nil {
 		return err
 	}
-	from := h.lastUser
-	out := &aisdkWriter{sse: newSSE(w), m: aisdk.NewMapper("", clientTools(c))}
+	// Read after the history: queued messages here were not in it yet.
+	queued, err := a.svc.ListQueued(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	m, from := aisdk.NewMapper("", clientTools(c)), h.lastUser
+	if len(queued) > 0 {
+		// The app was seeded with the queued messages after the history
+		// (aisdk.Messages): the stream carries the answer to them.
+		m.AfterQueued()
+		from = h.last
+	}
+	out := &aisdkWriter{sse: newSSE(w), m: m}
 	if err := out.start(); err != nil {
 		return nil
 	}
@@ -308,7 +353,7 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 // the UIMessage list useChat is seeded with.
 func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx := r.Context()
-	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	id, err := a.svc.AppChatID(ctx, owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -316,11 +361,8 @@ func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string
 	if err != nil {
 		return err
 	}
-	var history []chat.Message
-	if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
-		history = append(history, m)
-		return nil
-	}); err != nil {
+	history, queued, err := a.historyAndQueue(ctx, owner, id)
+	if err != nil {
 		return err
 	}
 	var pending []chat.ToolCall
@@ -328,7 +370,51 @@ func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string
 		pending = c.RequiredAction.ToolCalls
 	}
 	running := c.Status == chat.Pending || c.Status == chat.Running
-	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running))
+	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running, queued))
+	return nil
+}
+
+// historyAndQueue reads a chat's history and its queued messages as of one
+// moment: a message promoted from the queue while the history is read is
+// in one of them, exactly. The queue is read before and after the history;
+// when a message read before has left it after, the reads are repeated.
+func (a *api) historyAndQueue(ctx context.Context, owner, id string) ([]chat.Message, []chat.QueuedMessage, error) {
+	for attempt := 1; ; attempt++ {
+		before, err := a.svc.ListQueued(ctx, owner, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		var history []chat.Message
+		if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+			history = append(history, m)
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		if len(before) == 0 {
+			return history, nil, nil // one promoted meanwhile is in the history
+		}
+		after, err := a.svc.ListQueued(ctx, owner, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(after) > 0 && after[0].ID == before[0].ID || attempt == 3 {
+			// The queue is promoted whole and in order: its first is
+			// still there, so none read before entered the history.
+			return history, before, nil
+		}
+	}
+}
+
+// aisdkInterrupt answers POST /api/v1/ai-sdk/chat/{id}/interrupt, an app's
+// Stop button by the app's own chat id: POST /chats/{id}/interrupt on the
+// chat it names.
+func (a *api) aisdkInterrupt(w http.ResponseWriter, r *http.Request, owner string) error {
+	c, err := a.svc.InterruptAppChat(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
 	return nil
 }
 
