@@ -70,3 +70,23 @@ func TestMessagesFileParts(t *testing.T) {
 		t.Fatalf("a file part as a UIPart: %s", b)
 	}
 }
+
+// TestMessagesQueued: the messages queued behind a run follow the history
+// as user messages, with the turn in progress as far as it is in the
+// history; a queue behind a required action is not shown (the app answers
+// the action first).
+func TestMessagesQueued(t *testing.T) {
+	history := []chat.Message{
+		{ID: 1, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("first")}},
+		{ID: 2, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: "tool-call", ToolCallID: "s1", ToolName: "clock", Args: []byte(`{}`)}}},
+		{ID: 3, Role: chat.RoleTool, Parts: []chat.Part{{Type: "tool-result", ToolCallID: "s1", Output: []byte(`"noon"`)}}},
+	}
+	queued := []chat.QueuedMessage{{ID: 7, Parts: []chat.Part{chat.TextPart("second")}}}
+	got := Messages(history, nil, nil, true, queued)
+	if len(got) != 3 || got[1].Role != "assistant" || got[2].ID != "queued-7" || got[2].Role != "user" || got[2].Parts[0].Text != "second" {
+		t.Fatalf("running with a queue: %+v", got)
+	}
+	if got := Messages(history, nil, nil, false, queued); len(got) != 2 || got[1].Role != "assistant" {
+		t.Fatalf("waiting for an action with a queue: %+v", got)
+	}
+}
