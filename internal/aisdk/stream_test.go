@@ -191,7 +191,9 @@ func TestMapperResync(t *testing.T) {
 func TestMapperQueuedTogether(t *testing.T) {
 	m := NewMapper("", nil)
 	m.AfterQueued()
-	user := func(id int64) ev { return message(chat.Message{ID: id, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("q")}}) }
+	user := func(id int64) ev {
+		return message(chat.Message{ID: id, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("q")}})
+	}
 	out := feed(t, m, nil,
 		status(chat.Running, nil),
 		message(chat.Message{ID: 2, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("skipped")}}),

@@ -80,8 +80,9 @@ func (a *api) aisdkPost(ctx context.Context, owner string, req aisdk.Request, ac
 	for attempt := 1; ; attempt++ {
 		id, err := a.svc.AppChatID(ctx, owner, req.ID)
 		if errors.Is(err, store.ErrNotFound) {
-			err = nil
-			id = uuid.Must(uuid.NewV7()).String() // the chat the post creates, unless another owner's id
+			var fresh uuid.UUID
+			fresh, err = uuid.NewV7()
+			id = fresh.String() // the chat the post creates, unless another owner's id
 		}
 		if err != nil {
 			return chat.Chat{}, service.PostResult{}, 0, nil, err
