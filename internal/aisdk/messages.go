@@ -2,6 +2,7 @@ package aisdk
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -10,11 +11,20 @@ import (
 // seeded with: each user message as one, and everything that answered it
 // (the steps' assistant and tool messages) as one assistant message with a
 // step-start part per step and a dynamic-tool part per call, in the state
-// the AI SDK gives it. clientTools are the chat's dynamic tools; pending are the calls the chat waits for (its
-// required action). A running chat's turn in progress is left out: the
-// resumed stream replays it from its start.
-func Messages(history []chat.Message, clientTools map[string]bool, pending []chat.ToolCall, running bool) []UIMessage {
-	if running {
+// the AI SDK gives it. clientTools are the chat's dynamic tools; pending
+// are the calls the chat waits for (its required action).
+//
+// A running chat's turn in progress is left out: the resumed stream
+// replays it from its start. Unless messages are queued behind it (queued,
+// of a running chat): then the resumed stream carries the answer to the
+// last of them, so they follow the history, each as a user message with
+// the id QueuedID, and the turn in progress is shown as far as it is in
+// the history.
+func Messages(history []chat.Message, clientTools map[string]bool, pending []chat.ToolCall, running bool, queued []chat.QueuedMessage) []UIMessage {
+	if !running {
+		queued = nil // a queue waits behind a required action: the app answers it first
+	}
+	if running && len(queued) == 0 {
 		for i := len(history) - 1; i >= 0; i-- {
 			if history[i].Role == chat.RoleUser {
 				history = history[:i+1]
@@ -31,11 +41,17 @@ func Messages(history []chat.Message, clientTools map[string]bool, pending []cha
 	out := []UIMessage{}
 	var cur *UIMessage        // the assistant message being built
 	calls := map[string]int{} // tool call id -> index in cur.Parts
+	for _, q := range queued {
+		history = append(history, chat.Message{ID: -q.ID, ChatID: q.ChatID, Role: chat.RoleUser, Parts: q.Parts})
+	}
 	for _, m := range history {
 		switch m.Role {
 		case chat.RoleUser:
 			cur = nil
 			u := UIMessage{ID: MessageID(m.ID), Role: "user", Parts: []UIPart{}}
+			if m.ID < 0 {
+				u.ID = QueuedID(-m.ID)
+			}
 			for _, p := range m.Parts {
 				switch {
 				case p.Type == chat.PartText:
@@ -97,6 +113,9 @@ func Messages(history []chat.Message, clientTools map[string]bool, pending []cha
 	}
 	return out
 }
+
+// QueuedID is the UIMessage id of a parley queued message.
+func QueuedID(id int64) string { return "queued-" + strconv.FormatInt(id, 10) }
 
 // MarshalJSON writes an absent parts list as [] (the SDK iterates it).
 func (m UIMessage) MarshalJSON() ([]byte, error) {

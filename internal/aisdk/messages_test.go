@@ -25,7 +25,7 @@ func TestMessages(t *testing.T) {
 		{ID: 6, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: "text", Text: "Half"}}},
 	}
 	pending := []chat.ToolCall{{ToolCallID: "a1", ToolName: "rm", Kind: chat.ActionApproval}, {ToolCallID: "c1", ToolName: "ask", Kind: chat.ActionClient}}
-	got := Messages(history, map[string]bool{"ask": true}, pending, false)
+	got := Messages(history, map[string]bool{"ask": true}, pending, false, nil)
 	if len(got) != 4 || got[1].ID != "msg-2" || got[1].Role != "assistant" || got[3].ID != "msg-6" {
 		t.Fatalf("messages %+v", got)
 	}
@@ -49,10 +49,10 @@ func TestMessages(t *testing.T) {
 		t.Errorf("%d step-start parts, want 2", steps)
 	}
 	// A running chat: the answer in progress is left out, the resume brings it.
-	if got := Messages(history, nil, nil, true); len(got) != 3 || got[2].ID != "msg-5" {
+	if got := Messages(history, nil, nil, true, nil); len(got) != 3 || got[2].ID != "msg-5" {
 		t.Fatalf("running: %+v", got)
 	}
-	b, _ := json.Marshal(Messages(nil, nil, nil, false))
+	b, _ := json.Marshal(Messages(nil, nil, nil, false, nil))
 	if string(b) != "[]" {
 		t.Fatalf("empty history: %s", b)
 	}
@@ -61,12 +61,32 @@ func TestMessages(t *testing.T) {
 func TestMessagesFileParts(t *testing.T) {
 	history := []chat.Message{{ID: 1, ChatID: "c1", Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("see"),
 		{Type: chat.PartFile, FileID: "file_1", MediaType: "image/png", Name: "cat.png"}}}}
-	got := Messages(history, nil, nil, false)
+	got := Messages(history, nil, nil, false, nil)
 	if len(got) != 1 || len(got[0].Parts) != 2 {
 		t.Fatalf("messages %+v", got)
 	}
 	b, _ := json.Marshal(got[0].Parts[1])
 	if string(b) != `{"type":"file","mediaType":"image/png","filename":"cat.png","url":"/api/v1/chats/c1/files/file_1/content"}` {
 		t.Fatalf("a file part as a UIPart: %s", b)
+	}
+}
+
+// TestMessagesQueued: the messages queued behind a run follow the history
+// as user messages, with the turn in progress as far as it is in the
+// history; a queue behind a required action is not shown (the app answers
+// the action first).
+func TestMessagesQueued(t *testing.T) {
+	history := []chat.Message{
+		{ID: 1, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("first")}},
+		{ID: 2, Role: chat.RoleAssistant, Parts: []chat.Part{{Type: "tool-call", ToolCallID: "s1", ToolName: "clock", Args: []byte(`{}`)}}},
+		{ID: 3, Role: chat.RoleTool, Parts: []chat.Part{{Type: "tool-result", ToolCallID: "s1", Output: []byte(`"noon"`)}}},
+	}
+	queued := []chat.QueuedMessage{{ID: 7, Parts: []chat.Part{chat.TextPart("second")}}}
+	got := Messages(history, nil, nil, true, queued)
+	if len(got) != 3 || got[1].Role != "assistant" || got[2].ID != "queued-7" || got[2].Role != "user" || got[2].Parts[0].Text != "second" {
+		t.Fatalf("running with a queue: %+v", got)
+	}
+	if got := Messages(history, nil, nil, false, queued); len(got) != 2 || got[1].Role != "assistant" {
+		t.Fatalf("waiting for an action with a queue: %+v", got)
 	}
 }

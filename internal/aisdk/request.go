@@ -20,7 +20,7 @@ const (
 const (
 	LabelAPI      = "api"
 	LabelAPIValue = "ai-sdk"
-	LabelClientID = "ai-sdk-chat"
+	LabelClientID = chat.LabelAISDKChat
 )
 
 // Request is the body DefaultChatTransport sends, plus the optional

@@ -66,8 +66,9 @@ func NewMapper(messageID string, clientTools map[string]bool) *Mapper {
 }
 
 // AfterQueued makes the Mapper skip the events of the run in progress: the
-// request's message was queued, and its answer starts once the message
-// enters the history.
+// request's message was queued (or a resumed stream's chat has messages
+// queued), and its answer starts once the queued messages enter the
+// history.
 func (m *Mapper) AfterQueued() { m.queued = true }
 
 // MessageID is the UIMessage id of a parley message.
@@ -299,8 +300,13 @@ func (m *Mapper) message(emit func(Chunk), msg chat.Message) {
 	switch msg.Role {
 	case chat.RoleUser:
 		// A queued message entered the history: the run this stream
-		// showed is over, and the next one answers another request.
-		m.end(emit, FinishStop)
+		// showed is over, and the next one answers another request. Before
+		// the stream showed anything, it is one of the queued messages
+		// promoted together with the one the stream waited for: their
+		// answer is the stream's.
+		if m.started {
+			m.end(emit, FinishStop)
+		}
 	case chat.RoleAssistant:
 		m.openStep(emit, msg.ID)
 		streamed := m.streamed[msg.ID]

@@ -184,3 +184,29 @@ func TestMapperResync(t *testing.T) {
 		t.Fatalf("chunks %s", got)
 	}
 }
+
+// TestMapperQueuedTogether: messages queued behind a run enter the history
+// together; a stream waiting for one of them carries the answer to all,
+// and is not ended by the others.
+func TestMapperQueuedTogether(t *testing.T) {
+	m := NewMapper("", nil)
+	m.AfterQueued()
+	user := func(id int64) ev {
+		return message(chat.Message{ID: id, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart("q")}})
+	}
+	out := feed(t, m, nil,
+		status(chat.Running, nil),
+		message(chat.Message{ID: 2, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("skipped")}}),
+		user(3), user(4),
+		message(chat.Message{ID: 5, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart("both")}}),
+		status(chat.Waiting, nil))
+	var text []string
+	for _, c := range out {
+		if c["type"] == "text-delta" {
+			text = append(text, c["delta"].(string))
+		}
+	}
+	if strings.Join(text, "") != "both" || out[len(out)-1]["finishReason"] != FinishStop {
+		t.Fatalf("chunks %v", out)
+	}
+}

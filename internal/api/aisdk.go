@@ -43,9 +43,26 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 		return err
 	}
 	defer release()
-	id, err := a.aisdkResolve(ctx, owner, req.ID)
+	for attempt := 1; ; attempt++ {
+		err := a.aisdkChatOnce(ctx, w, r, owner, req, act)
+		if errors.Is(err, service.ErrAppChatMoved) && attempt < 3 {
+			continue // a concurrent first request created the chat: post to that one
+		}
+		return err
+	}
+}
+
+// aisdkChatOnce is one attempt of aisdkChat. A first message creates the
+// chat its app id names, through the service (lookup, create and bind in
+// one transaction); service.ErrAppChatMoved says another request bound
+// the app id first, before anything was written or streamed.
+func (a *api) aisdkChatOnce(ctx context.Context, w http.ResponseWriter, r *http.Request, owner string, req aisdk.Request, act aisdk.Action) error {
+	id, err := a.svc.AppChatID(ctx, owner, req.ID)
+	fresh := false
 	if errors.Is(err, store.ErrNotFound) && act.Kind == aisdk.ActionMessage {
-		id, err = a.aisdkCreate(ctx, owner, req)
+		var u uuid.UUID
+		u, err = uuid.NewV7()
+		id, fresh = u.String(), true // the chat the post creates
 	}
 	if err != nil {
 		return err
@@ -63,30 +80,24 @@ func (a *api) aisdkChat(w http.ResponseWriter, r *http.Request, owner string) er
 	// The request acts once the follow is subscribed: no event of the run
 	// it starts is missed.
 	start := func(ctx context.Context) (int64, error) {
-		before, err := a.svc.GetChat(ctx, owner, id)
-		if err != nil {
-			return 0, err
+		var (
+			c      chat.Chat
+			posted service.PostResult
+			cursor int64
+			err    error
+		)
+		if act.Kind == aisdk.ActionMessage {
+			c, posted, cursor, err = a.aisdkPost(ctx, owner, id, fresh, req, act)
+		} else {
+			c, cursor, err = a.aisdkAnswerOrRegenerate(ctx, r, owner, id, act)
 		}
-		h, err := a.historyFacts(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		cursor := h.last
-		act := h.unanswered(act)
-		if act.Kind == aisdk.ActionAnswer && len(act.Outputs) == 0 && len(act.Decisions) == 0 {
-			return 0, &service.StatusError{ChatID: id, Status: before.Status, Reason: "every tool output and approval answer of the last message is in the chat already"}
-		}
-		c, posted, err := a.aisdkAct(ctx, r, owner, before, act)
 		if err != nil {
 			return 0, err
 		}
 		v.acted = &c
 		out.m = aisdk.NewMapper(act.MessageID, clientTools(c))
-		switch {
-		case posted.Queued != nil:
+		if posted.Queued != nil {
 			out.m.AfterQueued()
-		case posted.Message != nil:
-			cursor = posted.Message.ID // the stream starts after the request's own message
 		}
 		return cursor, nil
 	}
@@ -135,24 +146,56 @@ func (v *aisdkView) Event(ev events.ChatEvent) error { return v.view.Event(ev) }
 
 func (v *aisdkView) KeepAlive() error { return v.view.KeepAlive() }
 
-// aisdkAct does what the request's last message asks and returns the chat
-// after it, and for a message what became of it (added, or queued behind
-// the run in progress).
-func (a *api) aisdkAct(ctx context.Context, r *http.Request, owner string, c chat.Chat, act aisdk.Action) (chat.Chat, service.PostResult, error) {
-	switch act.Kind {
-	case aisdk.ActionMessage:
-		res, err := a.svc.PostMessage(ctx, owner, c.ID, aisdkContent(act), "")
+// aisdkPost posts the request's user message to chat id, which the
+// service creates with the request's "parley" options (and binds to the
+// app id) when fresh. It returns the chat after the post, what became of
+// the message, and the stream's cursor.
+func (a *api) aisdkPost(ctx context.Context, owner, id string, fresh bool, req aisdk.Request, act aisdk.Action) (chat.Chat, service.PostResult, int64, error) {
+	var cursor int64
+	if !fresh {
+		h, err := a.historyFacts(ctx, id)
 		if err != nil {
-			return chat.Chat{}, res, err
+			return chat.Chat{}, service.PostResult{}, 0, err
 		}
-		c, err := a.svc.GetChat(ctx, owner, c.ID)
-		return c, res, err
-	case aisdk.ActionRegenerate:
-		c, err := a.svc.Regenerate(ctx, owner, c.ID)
-		return c, service.PostResult{}, err
+		cursor = h.last
 	}
-	c, err := a.aisdkAnswer(ctx, r, owner, c, act)
-	return c, service.PostResult{}, err
+	posted, err := a.svc.PostAppMessage(ctx, owner, req.ID, id, aisdkContent(act), aisdkNewChat(req))
+	if err != nil {
+		return chat.Chat{}, service.PostResult{}, 0, err
+	}
+	c, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return chat.Chat{}, service.PostResult{}, 0, err
+	}
+	if posted.Message != nil {
+		cursor = posted.Message.ID // the stream starts after the request's own message
+	}
+	return c, posted, cursor, nil
+}
+
+// aisdkAnswerOrRegenerate submits the request's tool outputs and approval
+// decisions, or regenerates, on chat id, and returns the chat after and
+// the stream's cursor.
+func (a *api) aisdkAnswerOrRegenerate(ctx context.Context, r *http.Request, owner, id string, act aisdk.Action) (chat.Chat, int64, error) {
+	before, err := a.svc.GetChat(ctx, owner, id)
+	if err != nil {
+		return chat.Chat{}, 0, err
+	}
+	h, err := a.historyFacts(ctx, id)
+	if err != nil {
+		return chat.Chat{}, 0, err
+	}
+	if act.Kind == aisdk.ActionRegenerate {
+		c, err := a.svc.Regenerate(ctx, owner, id)
+		return c, h.last, err
+	}
+	act = h.unanswered(act)
+	if len(act.Outputs) == 0 && len(act.Decisions) == 0 {
+		return chat.Chat{}, 0, &service.StatusError{ChatID: id, Status: before.Status,
+			Reason: "every tool output and approval answer of the last message is in the chat already"}
+	}
+	c, err := a.aisdkAnswer(ctx, r, owner, before, act)
+	return c, h.last, err
 }
 
 // aisdkAnswer submits the client's tool outputs, then its approval
@@ -217,35 +260,9 @@ func decisionsMatch(c chat.Chat, ds []aisdk.Decision) bool {
 	return true
 }
 
-// aisdkResolve maps a client's chat id to the owner's chat: a parley chat
-// id, or the chat created for that client id. Another owner's chat is not
-// found.
-func (a *api) aisdkResolve(ctx context.Context, owner, clientID string) (string, error) {
-	if _, err := uuid.Parse(clientID); err == nil {
-		c, err := a.st.GetChat(ctx, clientID)
-		switch {
-		case err == nil && c.Owner == owner:
-			return c.ID, nil
-		case err == nil:
-			return "", fmt.Errorf("chat %s: %w", clientID, store.ErrNotFound)
-		case !errors.Is(err, store.ErrNotFound):
-			return "", err
-		}
-	}
-	page, err := a.svc.ListChats(ctx, owner, store.ChatQuery{Owner: owner,
-		Labels: map[string]string{aisdk.LabelClientID: clientID}, Limit: 1})
-	if err != nil {
-		return "", err
-	}
-	if len(page.Chats) == 0 {
-		return "", fmt.Errorf("chat %q: %w", clientID, store.ErrNotFound)
-	}
-	return page.Chats[0].ID, nil
-}
-
-// aisdkCreate creates the owner's chat for a client chat id, with the
-// request's "parley" options.
-func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) (string, error) {
+// aisdkNewChat is the chat a request's first message creates: its
+// "parley" options, labelled with the app's id.
+func aisdkNewChat(req aisdk.Request) service.NewChat {
 	var o aisdk.Options
 	if req.Parley != nil {
 		o = *req.Parley
@@ -256,12 +273,8 @@ func (a *api) aisdkCreate(ctx context.Context, owner string, req aisdk.Request) 
 	}
 	labels[aisdk.LabelAPI] = aisdk.LabelAPIValue
 	labels[aisdk.LabelClientID] = req.ID
-	c, err := a.svc.Create(ctx, owner, service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt,
-		Title: o.Title, Labels: labels, DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve})
-	if err != nil {
-		return "", err
-	}
-	return c.Chat.ID, nil
+	return service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt, Title: o.Title, Labels: labels,
+		DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve}
 }
 
 // historyFacts is what a request needs to know of a chat's history.
@@ -319,10 +332,16 @@ func (h historyFacts) unanswered(act aisdk.Action) aisdk.Action {
 }
 
 // aisdkStream answers GET /api/v1/ai-sdk/chat/{id}/stream (useChat's
-// resume): 204 when nothing runs, else the run in progress from its start.
+// resume): 204 when nothing runs, an id that names no chat yet included
+// (useChat resumes a new chat on mount), else the run in progress from its
+// start.
 func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx := r.Context()
-	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	id, err := a.svc.AppChatID(ctx, owner, r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -346,7 +365,19 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 		if err != nil {
 			return 0, err
 		}
+		// Read after the history: queued messages here were not in it yet.
+		queued, err := a.svc.ListQueued(ctx, owner, id)
+		if err != nil {
+			return 0, err
+		}
 		out.m = aisdk.NewMapper("", clientTools(c))
+		if len(queued) > 0 {
+			// The app was seeded with the queued messages after the
+			// history (aisdk.Messages): the stream carries the answer
+			// to them.
+			out.m.AfterQueued()
+			return h.last, nil
+		}
 		return h.lastUser, nil
 	}
 	return a.aisdkFollow(ctx, owner, id, follow.Options{Start: start}, v)
@@ -356,7 +387,7 @@ func (a *api) aisdkStream(w http.ResponseWriter, r *http.Request, owner string) 
 // the UIMessage list useChat is seeded with.
 func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string) error {
 	ctx := r.Context()
-	id, err := a.aisdkResolve(ctx, owner, r.PathValue("id"))
+	id, err := a.svc.AppChatID(ctx, owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -364,11 +395,8 @@ func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string
 	if err != nil {
 		return err
 	}
-	var history []chat.Message
-	if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
-		history = append(history, m)
-		return nil
-	}); err != nil {
+	history, queued, err := a.historyAndQueue(ctx, owner, id)
+	if err != nil {
 		return err
 	}
 	var pending []chat.ToolCall
@@ -376,7 +404,51 @@ func (a *api) aisdkMessages(w http.ResponseWriter, r *http.Request, owner string
 		pending = c.RequiredAction.ToolCalls
 	}
 	running := c.Status == chat.Pending || c.Status == chat.Running
-	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running))
+	writeJSON(w, http.StatusOK, aisdk.Messages(history, clientTools(c), pending, running, queued))
+	return nil
+}
+
+// historyAndQueue reads a chat's history and its queued messages as of one
+// moment: a message promoted from the queue while the history is read is
+// in one of them, exactly. The queue is read before and after the history;
+// when a message read before has left it after, the reads are repeated.
+func (a *api) historyAndQueue(ctx context.Context, owner, id string) ([]chat.Message, []chat.QueuedMessage, error) {
+	for attempt := 1; ; attempt++ {
+		before, err := a.svc.ListQueued(ctx, owner, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		var history []chat.Message
+		if err := store.ForEachMessage(ctx, a.st, id, 0, func(m chat.Message) error {
+			history = append(history, m)
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		if len(before) == 0 {
+			return history, nil, nil // one promoted meanwhile is in the history
+		}
+		after, err := a.svc.ListQueued(ctx, owner, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(after) > 0 && after[0].ID == before[0].ID || attempt == 3 {
+			// The queue is promoted whole and in order: its first is
+			// still there, so none read before entered the history.
+			return history, before, nil
+		}
+	}
+}
+
+// aisdkInterrupt answers POST /api/v1/ai-sdk/chat/{id}/interrupt, an app's
+// Stop button by the app's own chat id: POST /chats/{id}/interrupt on the
+// chat it names.
+func (a *api) aisdkInterrupt(w http.ResponseWriter, r *http.Request, owner string) error {
+	c, err := a.svc.InterruptAppChat(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
 	return nil
 }
 

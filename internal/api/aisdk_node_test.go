@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/nodetest"
 )
@@ -93,6 +94,59 @@ func TestNodeAISDK(t *testing.T) {
 		t.Cleanup(gateSrv.Close)
 		fake.Push(llmtest.Turn{Text: "A slow answer, in full.", ChunkSize: 2, Gate: gate, GateAfter: 4})
 		run(t, s, "resume", map[string]string{"GATE_URL": gateSrv.URL})
+	})
+
+	// gated returns a server whose first model turn is held until the
+	// script posts to the returned URL.
+	gated := func(t *testing.T, first llmtest.Turn, more ...llmtest.Turn) (*server, string) {
+		s, fake := live(t)
+		gate := make(chan struct{})
+		var once sync.Once
+		gateSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			once.Do(func() { close(gate) })
+		}))
+		t.Cleanup(gateSrv.Close)
+		t.Cleanup(func() { once.Do(func() { close(gate) }) })
+		first.Gate = gate
+		fake.Push(append([]llmtest.Turn{first}, more...)...)
+		return s, gateSrv.URL
+	}
+
+	t.Run("resume_new", func(t *testing.T) {
+		s, fake := live(t)
+		fake.Push(llmtest.Turn{Text: "Hello, new chat."})
+		run(t, s, "resume_new", nil)
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		s, _ := gated(t, llmtest.Turn{Text: "A long answer that is never finished.", ChunkSize: 2, GateAfter: 3})
+		run(t, s, "stop", nil)
+		c := s.listChats(s.token("alice"), "?label=ai-sdk-chat:c-stop").Chats[0]
+		if c.Status != chat.Waiting {
+			t.Fatalf("the stopped chat is %s", c.Status)
+		}
+	})
+
+	t.Run("fork", func(t *testing.T) {
+		s, fake := live(t)
+		fake.Push(llmtest.Turn{Text: "First."}, llmtest.Turn{Text: "Second."})
+		got := run(t, s, "fork", nil)
+		tok := s.token("alice")
+		if n := len(s.messages(tok, got["original"])); n != 4 {
+			t.Fatalf("the original has %d messages, want 4", n)
+		}
+		if n := len(s.messages(tok, got["fork"])); n != 2 {
+			t.Fatalf("the fork has %d messages, want 2", n)
+		}
+		if l := s.listChats(tok, "?label=ai-sdk-chat:c-fork").Chats; len(l) != 1 || l[0].ID != got["original"] {
+			t.Fatalf("chats labelled ai-sdk-chat:c-fork: %v, want only the original", chatIDs(l))
+		}
+	})
+
+	t.Run("reload_queued", func(t *testing.T) {
+		s, url := gated(t, llmtest.Turn{Text: "A slow answer, in full.", ChunkSize: 2, GateAfter: 4},
+			llmtest.Turn{Text: "The queued answer."})
+		run(t, s, "reload_queued", map[string]string{"GATE_URL": url})
 	})
 
 	t.Run("error", func(t *testing.T) {

@@ -56,6 +56,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/ai-sdk/chat", a.authed(a.aisdkChat))
 	a.handle("GET "+v1+"/ai-sdk/chat/{id}/stream", a.authed(a.aisdkStream))
 	a.handle("GET "+v1+"/ai-sdk/chat/{id}/messages", a.authed(a.aisdkMessages))
+	a.handle("POST "+v1+"/ai-sdk/chat/{id}/interrupt", a.authed(a.aisdkInterrupt))
 	a.handle("POST "+v1+"/webhooks", a.authed(a.createWebhook))
 	a.handle("GET "+v1+"/webhooks", a.authed(a.listWebhooks))
 	a.handle("GET "+v1+"/webhooks/{id}", a.authed(a.getWebhook))

@@ -18,7 +18,7 @@ const (
 	// labelConversation holds a Chat Completions chat's conversation key
 	// (conversationKey): what the client had sent when the chat's run
 	// started.
-	labelConversation = "conversation"
+	labelConversation = chat.LabelConversation
 )
 
 // target is the chat a request runs: where its run starts, and the write

@@ -189,10 +189,10 @@ func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *c
 }
 
 // Fork creates a chat of the owner like their chat id (model, system
-// prompt, tool selection, dynamic tools, labels, with the label
-// forked_from) holding a copy of its history up to and including the
-// message at: pending when that is a user message, to answer it, else
-// waiting. The original is not changed. A fork point between a tool call
+// prompt, tool selection, dynamic tools, labels but chat.ConversationLabels,
+// with the label forked_from) holding a copy of its history up to and
+// including the message at: pending when that is a user message, to
+// answer it, else waiting. The original is not changed. A fork point between a tool call
 // and its results is a MessageError (400). An owner with max_chats chats
 // gets a *quota.CapError. A fork that answers its last message is not
 // refused for the owner's budget: its run stops before the model call, in
@@ -238,7 +238,10 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		if fork.Labels == nil {
 			fork.Labels = map[string]string{}
 		}
-		fork.Labels["forked_from"] = src.ID
+		for _, k := range chat.ConversationLabels {
+			delete(fork.Labels, k) // the app's conversation stays with the original
+		}
+		fork.Labels[chat.LabelForkedFrom] = src.ID
 		if prefix[len(prefix)-1].Role == chat.RoleUser {
 			fork.Status = chat.Pending
 		}

@@ -40,87 +40,105 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		return PostResult{}, &chat.ValidationError{Field: "busy",
 			Message: fmt.Sprintf("%q must be one of %q, %q, %q", busy, chat.BusyQueue, chat.BusyInterrupt, chat.BusyReject)}
 	}
-	parts, err := chat.ParseContent(content, s.limits())
+	parts, err := s.checkPost(ctx, owner, content)
 	if err != nil {
-		return PostResult{}, err
-	}
-	if err := s.resolveFiles(ctx, owner, "content", parts); err != nil {
-		return PostResult{}, err
-	}
-	if err := s.checkBudget(ctx, owner); err != nil {
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
 	var res PostResult
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
-		res = PostResult{}
-		c, err := lockOwned(ctx, tx, owner, id)
-		if err != nil {
-			return err
-		}
-		if err := s.checkInputs(c.Model, "content", parts); err != nil {
-			return err
-		}
-		before := c.Status
-		switch {
-		case !c.Status.Busy():
-			// Calls a failed run left open are answered first: nothing may
-			// stand between a call and its result.
-			if err := chattx.AnswerOpenCalls(ctx, tx, id, chat.ReasonUnknownOutcome, n); err != nil {
-				return err
-			}
-			if err := s.titleFirst(ctx, tx, &c, parts, n); err != nil {
-				return err
-			}
-			if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
-				return err
-			}
-			if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
-				return err
-			}
-			c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
-			if err != nil {
-				return fmt.Errorf("chat %s to pending: %w", id, err)
-			}
-		case busy == chat.BusyReject:
-			return &BusyError{ChatID: id, Status: c.Status}
-		case busy == chat.BusyQueue || c.Status == chat.Running:
-			q := chat.QueuedMessage{ChatID: id, Parts: parts}
-			if err := tx.InsertQueued(ctx, &q); err != nil {
-				return fmt.Errorf("queue message: %w", err)
-			}
-			res.Queued = &q
-			if busy == chat.BusyInterrupt {
-				if err := requestInterrupt(ctx, tx, id, n); err != nil {
-					return err
-				}
-			}
-		default: // interrupt a pending or requires_action chat
-			// No run holds the chat: a call a dead worker may have started
-			// is answered "outcome unknown", the others cancelled.
-			if err := chattx.StopOpenCalls(ctx, tx, c, s.needsDecision(c), chat.ReasonNewMessage, n); err != nil {
-				return err
-			}
-			// Older queued messages go first: a new message never
-			// overtakes them.
-			if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
-				return err
-			}
-			if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
-				return err
-			}
-			if c.Status == chat.RequiresAction {
-				c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
-				if err != nil {
-					return fmt.Errorf("chat %s to pending: %w", id, err)
-				}
-			}
-		}
-		n.StatusChanged(before, c)
-		return nil
+		res, err = s.post(ctx, tx, n, owner, id, parts, busy)
+		return err
 	})
 	if err != nil {
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
+	return res, nil
+}
+
+// checkPost checks what a new user message needs checked before the
+// transaction that adds it: its content, its files (the owner's) and the
+// owner's budget. It returns the message's parts.
+func (s *Service) checkPost(ctx context.Context, owner string, content json.RawMessage) ([]chat.Part, error) {
+	parts, err := chat.ParseContent(content, s.limits())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveFiles(ctx, owner, "content", parts); err != nil {
+		return nil, err
+	}
+	if err := s.checkBudget(ctx, owner); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// post is PostMessage's transaction: it adds or queues the message parts
+// (checked by checkPost) in the owner's chat id as busy says.
+func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner, id string, parts []chat.Part, busy chat.BusyMode) (PostResult, error) {
+	var res PostResult
+	c, err := lockOwned(ctx, tx, owner, id)
+	if err != nil {
+		return res, err
+	}
+	if err := s.checkInputs(c.Model, "content", parts); err != nil {
+		return res, err
+	}
+	before := c.Status
+	switch {
+	case !c.Status.Busy():
+		// Calls a failed run left open are answered first: nothing may
+		// stand between a call and its result.
+		if err := chattx.AnswerOpenCalls(ctx, tx, id, chat.ReasonUnknownOutcome, n); err != nil {
+			return res, err
+		}
+		if err := s.titleFirst(ctx, tx, &c, parts, n); err != nil {
+			return res, err
+		}
+		if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
+			return res, err
+		}
+		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
+			return res, err
+		}
+		c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
+		if err != nil {
+			return res, fmt.Errorf("chat %s to pending: %w", id, err)
+		}
+	case busy == chat.BusyReject:
+		return res, &BusyError{ChatID: id, Status: c.Status}
+	case busy == chat.BusyQueue || c.Status == chat.Running:
+		q := chat.QueuedMessage{ChatID: id, Parts: parts}
+		if err := tx.InsertQueued(ctx, &q); err != nil {
+			return res, fmt.Errorf("queue message: %w", err)
+		}
+		res.Queued = &q
+		if busy == chat.BusyInterrupt {
+			if err := requestInterrupt(ctx, tx, id, n); err != nil {
+				return res, err
+			}
+		}
+	default: // interrupt a pending or requires_action chat
+		// No run holds the chat: a call a dead worker may have started
+		// is answered "outcome unknown", the others cancelled.
+		if err := chattx.StopOpenCalls(ctx, tx, c, s.needsDecision(c), chat.ReasonNewMessage, n); err != nil {
+			return res, err
+		}
+		// Older queued messages go first: a new message never
+		// overtakes them.
+		if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
+			return res, err
+		}
+		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
+			return res, err
+		}
+		if c.Status == chat.RequiresAction {
+			c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
+			if err != nil {
+				return res, fmt.Errorf("chat %s to pending: %w", id, err)
+			}
+		}
+	}
+	n.StatusChanged(before, c)
 	return res, nil
 }
 

@@ -138,6 +138,9 @@ type Reader interface {
 	SinceCompaction(ctx context.Context, chatIDs []string, limit int) (map[string][]chat.Message, error)
 	// ListQueued returns the chat's queued messages in arrival order.
 	ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error)
+	// AppChat returns the id of the chat BindAppChat bound the owner's app
+	// chat id to; ErrNotFound if none.
+	AppChat(ctx context.Context, owner, appID string) (string, error)
 
 	// OwnerQuotas returns the quotas an admin set for the owner (the zero
 	// value if none); ErrNotFound if the owner does not exist.
@@ -211,10 +214,16 @@ type Tx interface {
 	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
 	// SetInterruptRequested sets or clears the chat's interrupt flag.
 	SetInterruptRequested(ctx context.Context, id string, v bool) error
-	// DeleteChat removes a chat with its messages and queued messages,
-	// and then the owner's deleted files that no chat uses any more, with
-	// the bytes no file names (see Files).
+	// DeleteChat removes a chat with its messages, queued messages and
+	// app chat id, and then the owner's deleted files that no chat uses any
+	// more, with the bytes no file names (see Files).
 	DeleteChat(ctx context.Context, id string) error
+	// BindAppChat binds an owner's app chat id (the id a client app, like
+	// an AI SDK useChat, knows its conversation by) to one of the owner's
+	// chats: one app id names one chat, whatever requests race to bind it.
+	// ErrExists if the app id is bound already (the transaction may go on:
+	// nothing was written); ErrNotFound if the chat does not exist.
+	BindAppChat(ctx context.Context, owner, appID, chatID string) error
 
 	// InsertMessage appends a message; it sets ID (greater than every earlier
 	// message id of the chat) unless m.ID holds an id from ReserveMessageIDs,

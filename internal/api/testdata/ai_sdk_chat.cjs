@@ -5,8 +5,9 @@
 //
 //   PARLEY_URL    parley's base URL
 //   PARLEY_TOKEN  a parley token
-//   GATE_URL      (resume) POST here to let the held model turn finish
-//   CASE          text | client_tool | server_tool | approvals | regenerate | resume | error
+//   GATE_URL      (resume, stop, reload_queued) POST here to let the held model turn finish
+//   CASE          text | client_tool | server_tool | approvals | regenerate | resume | error |
+//                 resume_new | stop | fork | reload_queued
 //
 // It exits non-zero with a message when an assertion fails, and prints a
 // JSON object of what the Go side checks further.
@@ -24,7 +25,7 @@ const api = `${base}/api/v1/ai-sdk/chat`;
 
 // MemoryState is a ChatState kept in memory, as a UI framework would keep it.
 class MemoryState {
-  constructor() { this.status = 'ready'; this.error = undefined; this.messages = []; }
+  constructor(messages = []) { this.status = 'ready'; this.error = undefined; this.messages = messages; }
   pushMessage(m) { this.messages = this.messages.concat(m); }
   popMessage() { this.messages = this.messages.slice(0, -1); }
   replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; }
@@ -32,7 +33,7 @@ class MemoryState {
 }
 
 class Chat extends AbstractChat {
-  constructor(opts) { super({ ...opts, state: new MemoryState() }); }
+  constructor(opts) { super({ ...opts, state: new MemoryState(opts.messages) }); }
 }
 
 function newChat(id, extra = {}) {
@@ -195,7 +196,111 @@ const cases = {
     assert.equal((await bad.json()).error.code, 'invalid_field');
     return { error: errors[0] };
   },
+  // useChat({resume: true}) on a chat the app has not sent to yet: the
+  // resume on mount finds nothing to resume, and the first send works.
+  async resume_new() {
+    const { chat, errors } = newChat('c-new', { body: { parley: { title: 't' } } });
+    await chat.resumeStream();
+    assert.deepEqual(errors, []);
+    assert.equal(chat.status, 'ready');
+    await chat.sendMessage({ text: 'hi' });
+    assert.deepEqual(errors, []);
+    assert.equal(chat.status, 'ready');
+    assert.equal(text(chat.lastMessage), 'Hello, new chat.');
+    return {};
+  },
+
+  // The docs' Stop button, as written there, stops a run the model holds.
+  async stop() {
+    const PARLEY = base;
+    const token = process.env.PARLEY_TOKEN;
+    const chatId = 'c-stop';
+    const { chat, errors } = newChat(chatId, { body: { parley: { title: 't' } } });
+    const sent = chat.sendMessage({ text: 'a long one' });
+    await until(() => chat.lastMessage?.role === 'assistant' && text(chat.lastMessage).length > 0);
+    const stop = () =>
+      fetch(`${PARLEY}/api/v1/ai-sdk/chat/${chatId}/interrupt`, {
+        method: 'POST', headers: { Authorization: `Bearer ${token}` },
+      });
+    const res = await stop();
+    assert.equal(res.status, 200);
+    await sent;
+    assert.deepEqual(errors, []);
+    assert.equal(chat.status, 'ready');
+    const none = await fetch(`${api}/${chatId}/stream`, { headers });
+    assert.equal(none.status, 204);
+    return {};
+  },
+
+  // A fork of the app's chat leaves the app's conversation where it was.
+  async fork() {
+    const { chat, errors } = newChat('c-fork', { body: { parley: { title: 't' } } });
+    await chat.sendMessage({ text: 'first' });
+    const list = await (await fetch(`${base}/api/v1/chats?label=ai-sdk-chat:c-fork`, { headers })).json();
+    assert.equal(list.chats.length, 1);
+    const original = list.chats[0].id;
+    const msgs = (await (await fetch(`${base}/api/v1/chats/${original}/messages`, { headers })).json()).messages;
+    const res = await fetch(`${base}/api/v1/chats/${original}/fork`, {
+      method: 'POST', headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ message_id: msgs.at(-1).id }),
+    });
+    assert.equal(res.status, 201);
+    const fork = await res.json();
+    await chat.sendMessage({ text: 'second' });
+    assert.deepEqual(errors, []);
+    assert.equal(text(chat.lastMessage), 'Second.');
+    const seeded = await (await fetch(`${api}/c-fork/messages`, { headers })).json();
+    assert.equal(seeded.length, 4);
+    return { original, fork: fork.id };
+  },
+
+  // A page reloads while a message of its chat is queued behind a run:
+  // seeded from the messages route and resuming, it shows the queued
+  // message and then its answer.
+  async reload_queued() {
+    const first = newChat('c-queue', { body: { parley: { title: 't' } } });
+    const sent = first.chat.sendMessage({ text: 'slow one' });
+    await until(() => first.chat.lastMessage?.role === 'assistant' && text(first.chat.lastMessage).length > 0);
+    // The page sends another message while the answer streams: parley queues it.
+    const queuedPost = fetch(api, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'c-queue', trigger: 'submit-message',
+        messages: [{ id: 'u2', role: 'user', parts: [{ type: 'text', text: 'queued one' }] }] }) });
+    const id = (await (await fetch(`${base}/api/v1/chats?label=ai-sdk-chat:c-queue`, { headers })).json()).chats[0].id;
+    await untilAsync(async () => (await (await fetch(`${base}/api/v1/chats/${id}/queued`, { headers })).json()).queued.length === 1);
+    // The reload: seeded from the messages route, then resumed; the held
+    // answer goes on once the resumed stream is open.
+    const seeded = await (await fetch(`${api}/c-queue/messages`, { headers })).json();
+    assert.deepEqual(seeded.map((m) => `${m.role}:${text(m)}`), ['user:slow one', 'user:queued one']);
+    const reloaded = newChat('c-queue', {
+      chat: { messages: seeded },
+      fetch: async (url, init) => {
+        const res = await fetch(url, init);
+        if (String(url).endsWith('/stream')) await fetch(process.env.GATE_URL, { method: 'POST' });
+        return res;
+      },
+    });
+    await reloaded.chat.resumeStream();
+    assert.deepEqual(reloaded.errors, []);
+    assert.deepEqual(reloaded.chat.messages.map((m) => `${m.role}:${text(m)}`),
+      ['user:slow one', 'user:queued one', 'assistant:The queued answer.']);
+    await sent;
+    await (await queuedPost).text();
+    // A later reload shows every message and answer.
+    const all = await (await fetch(`${api}/c-queue/messages`, { headers })).json();
+    assert.deepEqual(all.map((m) => `${m.role}:${text(m)}`),
+      ['user:slow one', 'assistant:A slow answer, in full.', 'user:queued one', 'assistant:The queued answer.']);
+    return {};
+  },
 };
+
+// untilAsync is until for a condition that must be fetched.
+async function untilAsync(cond) {
+  const end = Date.now() + 10000;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 async function waitReady(chat) {
   await until(() => chat.status === 'ready' || chat.status === 'error');

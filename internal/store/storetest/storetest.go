@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FairAcquire", fairTests},
 		{"Webhooks", webhookTests},
 		{"Files", fileTests},
+		{"AppChats", appChatTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
