@@ -103,30 +103,9 @@ func (b *browser) waitConnected() {
 		`[document.querySelector("#feed-state")?.dataset.state, document.querySelector("#stream-state")?.dataset.state].join(" / ")`)
 }
 
-// muxServed says whether the server serves the multiplexed chat stream
-// (GET /api/v1/chats/streams), which carries every chat of a browser over
-// one connection; without it the UI opens one connection per chat.
-func (u *uiServer) muxServed(t *testing.T, chat string) bool {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.url+"/api/v1/chats/streams?chat="+chat, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+u.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("probe the multiplexed stream: %v", err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // TestBrowserSevenTabs opens seven tabs of one browser over plain HTTP/1.1,
 // on two chats: the tabs share their streams (the feed's connection and
-// one for the chats, or one per chat on a server without the multiplexed
-// stream), every tab on a chat sees its answer stream in once, the seventh
+// one for the chats), every tab on a chat sees its answer stream in once, the seventh
 // joining while the answer streams (it sees what was written so far), and
 // an API request of the seventh tab is answered at once rather than
 // waiting for a free connection.
@@ -140,10 +119,7 @@ func TestBrowserSevenTabs(t *testing.T) {
 		u.createChat(t, `{"title": "first of two"}`),
 		u.createChat(t, `{"title": "second of two"}`),
 	}
-	want := 3 // the feed and one per chat
-	if u.muxServed(t, chats[0]) {
-		want = 2 // the feed and the chats'
-	}
+	want := 2 // the feed and the chats' multiplexed stream
 	first.navigate(proxy.URL + "/#token=" + u.token)
 	first.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
 	tabs := []*browser{first}
@@ -245,9 +221,6 @@ func TestBrowserTenTabsTenChats(t *testing.T) {
 	var chats []string
 	for i := range 10 {
 		chats = append(chats, u.createChat(t, fmt.Sprintf(`{"title": "chat %d of ten"}`, i+1)))
-	}
-	if !u.muxServed(t, chats[0]) {
-		t.Skip("the server does not serve the multiplexed chat stream (GET /api/v1/chats/streams)")
 	}
 	proxy := newStreamCounter(t, u.url)
 	first := newBrowser(t, desktop)

@@ -81,6 +81,9 @@ class Group {
     if (!c) return; // a chat this group no longer carries
     const m = type === "message" && data.message;
     c.event(type, data, m && m.id !== undefined ? String(m.id) : null);
+    // A chat too slow to keep up is told to resync and no longer carried:
+    // open the connection again with it, from its cursor.
+    if (type === "resync") this.changed();
   }
 
   // ended: a 401 ends every chat; a 404 is a server without the route,

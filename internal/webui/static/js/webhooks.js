@@ -11,6 +11,7 @@ const refreshEvery = 3000; // ms between reads of the open delivery lists
 const deliveriesShown = 20;
 
 export const eventTypes = [
+  ["chat.created", "a chat is created"],
   ["chat.action_required", "a chat waits for a tool result or an approval"],
   ["chat.status_changed", "a chat's status changes"],
   ["chat.completed", "a run ends with the model's answer"],
@@ -149,7 +150,9 @@ export class Webhooks {
       h("table", null,
         h("thead", null, h("tr", null, ["Event", "Chat", "Status", "Attempts", "Last HTTP status", ""].map((t) => h("th", { scope: "col" }, t)))),
         h("tbody", null)),
-      h("p", { class: "muted deliveries-empty", hidden: true }, "Nothing sent yet."));
+      h("p", { class: "muted deliveries-empty", hidden: true }, "Nothing sent yet."),
+      h("button", { type: "button", class: "redeliver-failed", onclick: (e) => this.redeliverFailed(w.id, e.currentTarget) },
+        "Redeliver what failed in the last 24 hours"));
     details.addEventListener("toggle", () => {
       if (details.open) {
         this.open.add(w.id);
@@ -313,6 +316,23 @@ export class Webhooks {
       await this.loadDeliveries(id);
     } catch (err) {
       this.itemError(id, plain(err, "redeliver the event"));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // redeliverFailed queues again, once each and in order, every event
+  // whose delivery to the endpoint failed in the last 24 hours.
+  async redeliverFailed(id, button) {
+    button.disabled = true;
+    try {
+      const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
+      const res = await this.api.post(`${base}/${encodeURIComponent(id)}/redeliver-failed`, { since });
+      this.itemError(id, "");
+      button.textContent = `Queued ${res.redelivered} again`;
+      await this.loadDeliveries(id);
+    } catch (err) {
+      this.itemError(id, plain(err, "redeliver what failed"));
     } finally {
       button.disabled = false;
     }
