@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"io"
 	"os"
 	"os/exec"
@@ -28,7 +29,7 @@ type chatProc struct {
 func startChat(t *testing.T, dir string, env []string, args ...string) *chatProc {
 	t.Helper()
 	cmd := command(dir, env, append([]string{"chat"}, args...)...)
-	p := &chatProc{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	p := &chatProc{t: t, cmd: cmd, stdout: parleybin.NewOutput(), stderr: parleybin.NewOutput(), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -64,36 +65,19 @@ func (p *chatProc) send(line string) {
 // deadline passes.
 func (p *chatProc) waitFor(o *output, s string) {
 	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for !strings.Contains(o.String(), s) {
-		select {
-		case <-o.changed:
-		case <-p.exited:
-			if !strings.Contains(o.String(), s) {
-				p.t.Fatalf("chat exited without printing %q\nstdout:\n%s\nstderr:\n%s", s, p.stdout, p.stderr)
-			}
-		case <-timeout.C:
-			p.t.Fatalf("chat did not print %q\nstdout:\n%s\nstderr:\n%s", s, p.stdout, p.stderr)
-		}
-	}
+	p.waitCount(o, s, 1)
 }
 
 // waitCount waits until o holds s n times.
 func (p *chatProc) waitCount(o *output, s string, n int) {
 	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for strings.Count(o.String(), s) < n {
-		select {
-		case <-o.changed:
-		case <-p.exited:
-			if strings.Count(o.String(), s) < n {
-				p.t.Fatalf("chat exited without printing %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
-			}
-		case <-timeout.C:
-			p.t.Fatalf("chat did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
-		}
+	held, ended := o.Wait(func(text string) bool { return strings.Count(text, s) >= n }, p.exited, deadline)
+	switch {
+	case held:
+	case ended:
+		p.t.Fatalf("chat exited without printing %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
+	default:
+		p.t.Fatalf("chat did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,18 +42,7 @@ func TestMain(m *testing.M) {
 // command prepares parley with args, run in dir, with the test's own
 // environment minus any PARLEY_* setting, plus env ("KEY=value").
 func command(dir string, env []string, args ...string) *exec.Cmd {
-	cmd := exec.Command(parleyBin, args...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PARLEY_") && !strings.HasPrefix(kv, "GORACE=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	// A -race binary otherwise sleeps 1 s before exiting; a race it finds
-	// still makes it exit 66, which fails the test.
-	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	cmd.Env = append(cmd.Env, env...)
-	return cmd
+	return parleybin.Command(parleyBin, dir, env, args...)
 }
 
 // result is a finished command.
@@ -95,60 +83,8 @@ type server struct {
 	exited chan struct{} // closed when the process has ended
 }
 
-// output collects a process's output and signals each write, so a test can
-// wait for a line without polling.
-type output struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{} // a token after each write
-}
-
-func newOutput() *output { return &output{changed: make(chan struct{}, 1)} }
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
-	return o.b.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
-}
-
-// line returns the first complete line that starts with prefix.
-func (o *output) line(prefix string) (string, bool) {
-	for l := range strings.Lines(o.String()) {
-		if strings.HasPrefix(l, prefix) && strings.HasSuffix(l, "\n") {
-			return strings.TrimSuffix(l, "\n"), true
-		}
-	}
-	return "", false
-}
-
-// waitLine waits for a line starting with prefix until the process ends or
-// the deadline passes.
-func (o *output) waitLine(prefix string, exited <-chan struct{}) (string, bool) {
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for {
-		if l, ok := o.line(prefix); ok {
-			return l, true
-		}
-		select {
-		case <-o.changed:
-		case <-exited:
-			return o.line(prefix)
-		case <-timeout.C:
-			return "", false
-		}
-	}
-}
+// output is a process's output, which a test can wait on line by line.
+type output = parleybin.Output
 
 // startServe starts "parley serve --listen 127.0.0.1:0 args..." in dir and
 // waits until it prints its address. The process is killed at the end of the
@@ -156,12 +92,12 @@ func (o *output) waitLine(prefix string, exited <-chan struct{}) (string, bool) 
 func startServe(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
 	s := launchServe(t, dir, env, args...)
-	l, ok := s.stdout.waitLine("parley listening on http://", s.exited)
+	l, ok := s.stdout.WaitLine("parley listening on http://", s.exited, deadline)
 	if !ok {
 		t.Fatalf("serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
 	}
 	s.url = strings.TrimPrefix(l, "parley listening on ")
-	if l, ok := s.stdout.line("admin token: "); ok {
+	if l, ok := s.stdout.Line("admin token: "); ok {
 		s.token = strings.TrimPrefix(l, "admin token: ")
 	}
 	return s
@@ -192,7 +128,7 @@ func launchServe(t *testing.T, dir string, env []string, args ...string) *server
 // it ends.
 func startProcess(t *testing.T, cmd *exec.Cmd) *server {
 	t.Helper()
-	s := &server{t: t, cmd: cmd, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	s := &server{t: t, cmd: cmd, stdout: parleybin.NewOutput(), stderr: parleybin.NewOutput(), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

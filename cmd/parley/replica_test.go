@@ -204,20 +204,16 @@ var engineStarted = regexp.MustCompile(`msg="engine started" worker=(\S+)`)
 // is read apart from stdout.
 func workerID(t *testing.T, s *server) string {
 	t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for {
-		if m := engineStarted.FindStringSubmatch(s.stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-s.stderr.changed:
-		case <-s.exited:
-			t.Fatalf("serve exited\nstderr:\n%s", s.stderr)
-		case <-timeout.C:
-			t.Fatalf("serve logged no worker id\nstderr:\n%s", s.stderr)
-		}
+	held, ended := s.stderr.Wait(func(text string) bool { return engineStarted.MatchString(text) }, s.exited, deadline)
+	switch {
+	case held:
+		return engineStarted.FindStringSubmatch(s.stderr.String())[1]
+	case ended:
+		t.Fatalf("serve exited\nstderr:\n%s", s.stderr)
+	default:
+		t.Fatalf("serve logged no worker id\nstderr:\n%s", s.stderr)
 	}
+	return ""
 }
 
 // createChatWith creates a chat with a first message through r and

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // TestServeAddressOnceInATerminal: when stdout is a terminal, a person
@@ -18,7 +20,7 @@ func TestServeAddressOnceInATerminal(t *testing.T) {
 	ptm, pts := openPTY(t)
 	dir := t.TempDir()
 	cmd := command(dir, nil, "serve", "--listen", "127.0.0.1:0")
-	stderr := newOutput()
+	stderr := parleybin.NewOutput()
 	cmd.Stdout, cmd.Stderr = pts, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

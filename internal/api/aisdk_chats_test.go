@@ -60,7 +60,7 @@ func TestAISDKFirstRequestsMakeOneChat(t *testing.T) {
 			if backend == "sqlite" {
 				replicas = []*server{newSQLite(t)}
 			} else {
-				dsn, channel := pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10])
+				dsn, channel := pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10])
 				replicas = []*server{newPostgres(t, dsn, channel), newPostgres(t, dsn, channel)}
 			}
 			s := replicas[0]

@@ -80,7 +80,7 @@ func (u *uiStream) rest(c map[string]any) (types []string, text string) {
 // mid-answer, is resumed from replica B, which streams it from its start:
 // the deltas A streamed before B joined and those after.
 func TestAISDKResumeOnAnotherReplica(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	live := func(su *setup) { su.cfg = liveConfig(fake.URL) }

@@ -68,7 +68,7 @@ func approvalChat(t *testing.T, backend string, body map[string]any, extra ...ll
 	fake.Push(llmtest.Turn{ToolCalls: calls}, llmtest.Turn{Text: "done"})
 	var s *server
 	if backend == "postgres" {
-		st, ps := pgtest.Replica(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
+		st, ps := pgtest.Replica(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
 		s = start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour, tools: at.reg})
 		s.live = true
 		runEngine(t, s)
@@ -296,7 +296,7 @@ func sleepBriefly() { time.Sleep(5 * time.Millisecond) }
 // other one through each replica. Exactly one wins, the call runs once, and
 // every other answer is a 409.
 func TestApprovalFirstPostWinsAcrossReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "add", Args: `{"a":1,"b":2}`}}}, llmtest.Turn{Text: "done"})

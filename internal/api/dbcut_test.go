@@ -28,7 +28,7 @@ import (
 // none in error, every call has its result; a request hit by a cut answers
 // 503 with the error body, never 500.
 func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	const chats = 30

@@ -29,7 +29,7 @@ func TestSubmissionsAfterTheDeadline(t *testing.T) {
 		at := newApprovalTools(t)
 		var s *server
 		if backend == "postgres" {
-			st, ps := pgtest.Replica(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
+			st, ps := pgtest.Replica(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
 			s = start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour, tools: at.reg})
 		} else {
 			s = newSQLite(t, func(su *setup) { su.cfg, su.tools = liveConfig(fake.URL), at.reg })

@@ -24,7 +24,7 @@ import (
 // carries that one result, and the chat ends waiting. The strict history
 // check runs when the test ends (pgtest.Store registers it).
 func TestToolResultsFirstPostWinsAcrossReplicas(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	const answer = "it is sunny, says the client"

@@ -231,7 +231,7 @@ func TestEveryViewOnAnotherReplicaGetsEveryDelta(t *testing.T) {
 	pgtest.Require(t)
 	for _, v := range followViews {
 		t.Run(v.name, func(t *testing.T) {
-			dsn := pgtest.DSN(t) // a database each: no row's chats are another's worker's
+			dsn := pgtest.Migrated(t) // a database each: no row's chats are another's worker's
 			channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 			fake := llmtest.NewOpenAIChat(t)
 			log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))

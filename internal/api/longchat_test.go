@@ -161,7 +161,7 @@ func TestFortyTurnsOnASmallWindow(t *testing.T) {
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		fake := llmtest.NewOpenAIChat(t)
-		s := newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), withFake(fake), small)
+		s := newPostgres(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), withFake(fake), small)
 		fortyTurns(t, fake, live(t, s))
 	})
 }

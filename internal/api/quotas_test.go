@@ -37,7 +37,7 @@ func newOn(t *testing.T, backend string, opts ...func(*setup)) *server {
 		o(&su)
 	}
 	if backend == "postgres" {
-		st, ps := pgtest.Replica(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
+		st, ps := pgtest.Replica(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), nil)
 		return start(t, st, ps, su)
 	}
 	return start(t, sqlitetest.Open(t, t.TempDir()), memory.New(), su)

@@ -30,7 +30,7 @@ func newPostgres(t *testing.T, dsn, channel string, opts ...func(*setup)) *serve
 // two `parley serve` processes would, and checks that the owner feed crosses
 // from one to the other and that ownership holds on both.
 func TestReplicasShareOnePostgres(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	// NOTIFY channels are database-wide: one per test keeps parallel runs apart.
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	a := newPostgres(t, dsn, channel)

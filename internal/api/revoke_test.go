@@ -107,7 +107,7 @@ func TestRevokedTokenEndsStreams(t *testing.T) {
 // replica's store while its streams are open on another: the database is
 // all they share.
 func TestRevokedTokenEndsStreamsOnEveryReplica(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	a := newPostgres(t, dsn, channel, fastTokenCheck)
 	b := newPostgres(t, dsn, channel, fastTokenCheck)

@@ -469,7 +469,7 @@ func sameCall(a, b chat.ToolCall) bool {
 // alice's.
 func twoReplicas(t *testing.T) (a, b *server, fake *llmtest.OpenAIChat, tok string) {
 	t.Helper()
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake = llmtest.NewOpenAIChat(t)
 	a = newLivePostgres(t, dsn, channel, fake)

@@ -12,7 +12,7 @@ import (
 // newPostgresOne starts one API instance on a fresh PostgreSQL schema.
 func newPostgresOne(t *testing.T, opts ...func(*setup)) *server {
 	t.Helper()
-	return newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), opts...)
+	return newPostgres(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]), opts...)
 }
 
 // bothStores runs test on SQLite and on PostgreSQL (when PARLEY_TEST_POSTGRES

@@ -214,7 +214,7 @@ func TestToolResultsOutputSchema(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
 		var s *server
 		if backend == "postgres" {
-			s = newPostgres(t, pgtest.DSN(t), "parley_test_"+strings.ToLower(rand.Text()[:10]))
+			s = newPostgres(t, pgtest.Migrated(t), "parley_test_"+strings.ToLower(rand.Text()[:10]))
 		} else {
 			s = newSQLite(t)
 		}

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
@@ -45,16 +44,8 @@ func TestChatSessionCommands(t *testing.T) {
 	p.send("second")
 	p.waitFor(p.stdout, "echo: second\n")
 	p.send("/compact")
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for !compactedLine.MatchString(p.stderr.String()) {
-		select {
-		case <-p.stderr.changed:
-		case <-p.exited:
-			t.Fatalf("the session ended before compacting\nstderr:\n%s", p.stderr)
-		case <-timeout.C:
-			t.Fatalf("/compact printed no compaction\nstderr:\n%s", p.stderr)
-		}
+	if held, ended := p.stderr.Wait(compactedLine.MatchString, p.exited, deadline); !held {
+		t.Fatalf("/compact printed no compaction (session ended: %v)\nstderr:\n%s", ended, p.stderr)
 	}
 
 	p.send("/edit second, edited")

@@ -1,13 +1,13 @@
 package chatcli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // deadline bounds every wait on a session: output, end.
@@ -15,30 +15,7 @@ const deadline = 30 * time.Second
 
 // output collects what a session writes to one stream, and signals each
 // write.
-type output struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{} // gets a value after a write
-}
-
-func newOutput() *output { return &output{changed: make(chan struct{}, 1)} }
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf.Write(p)
-	select {
-	case o.changed <- struct{}{}:
-	default:
-	}
-	return len(p), nil
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
+type output = parleybin.Output
 
 // chatProc is a session running in the test's process, as "parley chat"
 // runs it, whose input the test types.
@@ -56,7 +33,7 @@ type chatProc struct {
 func startChat(t *testing.T, o Options, argv ...string) *chatProc {
 	t.Helper()
 	in, stdin := io.Pipe()
-	p := &chatProc{t: t, stdin: stdin, stdout: newOutput(), stderr: newOutput(), exited: make(chan struct{})}
+	p := &chatProc{t: t, stdin: stdin, stdout: parleybin.NewOutput(), stderr: parleybin.NewOutput(), exited: make(chan struct{})}
 	o.Stdin, o.Stdout, o.Stderr, o.Prog = in, p.stdout, p.stderr, "parley"
 	o.URLGiven, o.TokenGiven = o.URL != "", o.Token != ""
 	if o.Getenv == nil {
@@ -90,18 +67,13 @@ func (p *chatProc) waitFor(o *output, s string) { p.t.Helper(); p.waitCount(o, s
 // waitCount waits until o holds s n times.
 func (p *chatProc) waitCount(o *output, s string, n int) {
 	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for strings.Count(o.String(), s) < n {
-		select {
-		case <-o.changed:
-		case <-p.exited:
-			if strings.Count(o.String(), s) < n {
-				p.t.Fatalf("the session ended without printing %q %d times (%v)\nstdout:\n%s\nstderr:\n%s", s, n, p.err, p.stdout, p.stderr)
-			}
-		case <-timeout.C:
-			p.t.Fatalf("the session did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
-		}
+	held, ended := o.Wait(func(text string) bool { return strings.Count(text, s) >= n }, p.exited, deadline)
+	switch {
+	case held:
+	case ended:
+		p.t.Fatalf("the session ended without printing %q %d times (%v)\nstdout:\n%s\nstderr:\n%s", s, n, p.err, p.stdout, p.stderr)
+	default:
+		p.t.Fatalf("the session did not print %q %d times\nstdout:\n%s\nstderr:\n%s", s, n, p.stdout, p.stderr)
 	}
 }
 

@@ -15,19 +15,12 @@ import (
 // waitAfter waits until o holds s after the first marker.
 func (p *chatProc) waitAfter(o *output, marker, s string) {
 	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for {
-		if _, after, ok := strings.Cut(o.String(), marker); ok && strings.Contains(after, s) {
-			return
-		}
-		select {
-		case <-o.changed:
-		case <-p.exited:
-			p.t.Fatalf("the session ended without printing %q after %q\nstderr:\n%s", s, marker, p.stderr)
-		case <-timeout.C:
-			p.t.Fatalf("the session did not print %q after %q\nstderr:\n%s", s, marker, p.stderr)
-		}
+	printed := func(text string) bool {
+		_, after, ok := strings.Cut(text, marker)
+		return ok && strings.Contains(after, s)
+	}
+	if held, ended := o.Wait(printed, p.exited, deadline); !held {
+		p.t.Fatalf("the session did not print %q after %q (ended: %v)\nstderr:\n%s", s, marker, ended, p.stderr)
 	}
 }
 

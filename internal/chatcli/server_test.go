@@ -109,18 +109,14 @@ var newChatID = regexp.MustCompile(`chat ([0-9a-f-]{36})\n`)
 // waitChatID waits for the id of the chat the session created.
 func (p *chatProc) waitChatID() string {
 	p.t.Helper()
-	timeout := time.NewTimer(deadline)
-	defer timeout.Stop()
-	for {
-		if m := newChatID.FindStringSubmatch(p.stderr.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case <-p.stderr.changed:
-		case <-p.exited:
-			p.t.Fatalf("the session ended without naming its chat\nstderr:\n%s", p.stderr)
-		case <-timeout.C:
-			p.t.Fatalf("the session named no chat\nstderr:\n%s", p.stderr)
-		}
+	held, ended := p.stderr.Wait(func(text string) bool { return newChatID.MatchString(text) }, p.exited, deadline)
+	switch {
+	case held:
+		return newChatID.FindStringSubmatch(p.stderr.String())[1]
+	case ended:
+		p.t.Fatalf("the session ended without naming its chat\nstderr:\n%s", p.stderr)
+	default:
+		p.t.Fatalf("the session named no chat\nstderr:\n%s", p.stderr)
 	}
+	return ""
 }

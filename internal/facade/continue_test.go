@@ -104,7 +104,7 @@ func TestUnknownResultsStartANewChat(t *testing.T) {
 }
 
 func TestContinueOnAnotherReplica(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	stA, psA := pgtest.Replica(t, dsn, channel, testLog(t))

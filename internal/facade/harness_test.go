@@ -125,7 +125,7 @@ func newSQLite(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAI
 // without PARLEY_TEST_POSTGRES) with an engine whose model is a fresh fake.
 func newPostgres(t *testing.T, opts ...func(*api.Deps)) (*replica, *llmtest.OpenAIChat) {
 	t.Helper()
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	fake := llmtest.NewOpenAIChat(t)
 	st, ps := pgtest.Replica(t, dsn, "parley_test_"+strings.ToLower(rand.Text()[:10]), testLog(t))
 	r := serve(t, st, ps, fake, opts...)

@@ -84,7 +84,7 @@ func errMessage(err error) string {
 }
 
 func TestResponsesContinueOnAnotherReplica(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	dsn := pgtest.Migrated(t)
 	channel := "parley_test_" + strings.ToLower(rand.Text()[:10])
 	fake := llmtest.NewOpenAIChat(t)
 	stA, psA := pgtest.Replica(t, dsn, channel, testLog(t))

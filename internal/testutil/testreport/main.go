@@ -1,7 +1,7 @@
 // Command testreport reads `go test -json` on its standard input and prints
 // what a plain `go test` prints (each package's ok or FAIL line, the output
 // of the tests that failed, build errors), then where the time went: the
-// slowest packages and tests. It ends with a count of tests passed, failed
+// tests skipped and the slowest packages and tests. It ends with a count of tests passed, failed
 // and skipped, and exits 1 when any test or package failed.
 //
 //	go test -json ./... | go run ./internal/testutil/testreport
@@ -40,6 +40,7 @@ type report struct {
 	buffered map[string][]string // package + "\x00" + test → output not yet printed
 	packages []timing
 	tests    []timing
+	skips    []string // the tests skipped, by name
 	passed   int
 	failed   int
 	skipped  int
@@ -88,6 +89,7 @@ func (r *report) add(e event) {
 			fmt.Fprint(r.out, strings.Join(r.buffered[key], ""))
 		case "skip":
 			r.skipped++
+			r.skips = append(r.skips, e.Package+"."+e.Test)
 		}
 		delete(r.buffered, key)
 		if !strings.Contains(e.Test, "/") {
@@ -121,6 +123,12 @@ func (r *report) summary(packages, tests int) {
 		fmt.Fprintf(r.out, "\n%s:\n", title)
 		for _, t := range ts {
 			fmt.Fprintf(r.out, "  %7.1fs  %s\n", t.elapsed.Seconds(), t.name)
+		}
+	}
+	if len(r.skips) > 0 {
+		fmt.Fprintf(r.out, "\nskipped:\n")
+		for _, s := range r.skips {
+			fmt.Fprintf(r.out, "  %s\n", s)
 		}
 	}
 	slowest("slowest packages", r.packages, packages)

@@ -36,7 +36,7 @@ func TestReportPrintsFailuresAndCounts(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"ok  \tp/ok\t2.6s\n", "want 1, got 2", "hung test's last words", "FAIL\tp/bad\t9.0s",
-		"9.0s  p/bad\n", "2.5s  p/ok.TestGood\n", "go test: 1 passed, 1 failed, 1 skipped\n",
+		"9.0s  p/bad\n", "skipped:\n  p/bad.TestSkipped\n", "2.5s  p/ok.TestGood\n", "go test: 1 passed, 1 failed, 1 skipped\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

@@ -243,7 +243,7 @@ func (u *uiServer) restart(t *testing.T, addr string) {
 	s := startProcess(t, command(u.dir, u.env, append(append([]string{"serve"}, u.args...), "--listen", addr)...))
 	s.token = u.token
 	u.server = s
-	l, ok := s.stdout.waitLine("parley listening on http://", s.exited)
+	l, ok := s.stdout.WaitLine("parley listening on http://", s.exited, deadline)
 	if !ok {
 		t.Fatalf("the restarted serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
 	}

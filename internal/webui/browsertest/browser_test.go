@@ -497,7 +497,7 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	if s.token == "" {
 		t.Fatalf("serve printed no admin token\nstdout:\n%s", s.stdout)
 	}
-	l, ok := s.stdout.waitLine("web UI: ", s.exited)
+	l, ok := s.stdout.WaitLine("web UI: ", s.exited, deadline)
 	if !ok {
 		t.Fatalf("serve printed no web UI link\nstdout:\n%s", s.stdout)
 	}
