@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/store/storetest"
+	"github.com/parleyhq/parley/internal/testutil/sqlitetest"
 )
 
 // openTemp opens and migrates a store in a fresh directory (which Open
@@ -17,6 +18,7 @@ import (
 func openTemp(t *testing.T) *sqlite.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data", "parley.db")
+	sqlitetest.MigratedFile(t, path) // Migrate below then only checks the version
 	s, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
