@@ -9,8 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,39 +84,54 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// treeKey hashes what the binary is built from: every file of the module
-// but tests, docs and version control, the Go version and the race flag.
+// treeKey hashes what the binary is built from: the module's files that
+// go list says the build of cmd/parley reads (Go and embedded files; the
+// dependencies are named by go.sum), go.mod, go.sum, the Go version and
+// the race flag. Nothing else in the tree (a data directory a manual run
+// left, docs) makes it build again.
 func treeKey(root string) (string, error) {
+	files, err := buildFiles(root)
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s race=%v\n", runtime.Version(), Race)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, path := range files {
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "docs" || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, ".md") {
-			return nil
+			return "", fmt.Errorf("parleybin: hash the build's files: %w", err)
 		}
 		rel, _ := filepath.Rel(root, path)
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fmt.Fprintf(h, "%s\x00", rel)
-		_, err = io.Copy(h, f)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("parleybin: hash the module: %w", err)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
+}
+
+// buildFiles lists the files of the module the build of cmd/parley reads,
+// with go.mod and go.sum.
+func buildFiles(root string) ([]string, error) {
+	args := []string{"list", "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`}
+	if Race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/parley")...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("parleybin: go list: %w", err)
+	}
+	files := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], root+string(filepath.Separator)) && fields[0] != root {
+			continue // a dependency: go.sum names its version
+		}
+		for _, name := range fields[1:] {
+			files = append(files, filepath.Join(fields[0], name))
+		}
+	}
+	return files, nil
 }
 
 // lock takes an exclusive lock on path, waiting for another process that
