@@ -18,8 +18,8 @@ func TestAdminTokenOfAnotherDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first := startServe(t, dir, nil)
-	if code := first.stop(); code != 0 || first.token == "" {
-		t.Fatalf("quickstart: exit %d, token %q\nstderr:\n%s", code, first.token, first.stderr)
+	if code := first.Stop(); code != 0 || first.Token == "" {
+		t.Fatalf("quickstart: exit %d, token %q\nstderr:\n%s", code, first.Token, first.Stderr)
 	}
 	tokenFile := filepath.Join(dir, "parley-data", "admin.token")
 	record := filepath.Join(dir, "parley-data", "admin.token.database")
@@ -44,7 +44,7 @@ func TestAdminTokenOfAnotherDatabase(t *testing.T) {
 		if strings.Contains(r.stdout, "admin token") {
 			t.Errorf("a refused start printed an admin token:\n%s", r.stdout)
 		}
-		if got := readTrim(t, tokenFile); got != first.token {
+		if got := readTrim(t, tokenFile); got != first.Token {
 			t.Errorf("admin.token was replaced with %q", got)
 		}
 	}
@@ -56,11 +56,11 @@ func TestAdminTokenOfAnotherDatabase(t *testing.T) {
 
 	// Its own data directory: the admin of other.db is created there.
 	other := startServe(t, dir, nil, "--database", "sqlite://other.db", "--data-dir", "other-data")
-	if other.token == "" || readTrim(t, filepath.Join(dir, "other-data", "admin.token")) != other.token {
-		t.Errorf("with its own data dir, no admin token saved\nstdout:\n%s", other.stdout)
+	if other.Token == "" || readTrim(t, filepath.Join(dir, "other-data", "admin.token")) != other.Token {
+		t.Errorf("with its own data dir, no admin token saved\nstdout:\n%s", other.Stdout)
 	}
-	if code := other.stop(); code != 0 {
-		t.Errorf("exit %d\nstderr:\n%s", code, other.stderr)
+	if code := other.Stop(); code != 0 {
+		t.Errorf("exit %d\nstderr:\n%s", code, other.Stderr)
 	}
 }
 
@@ -71,8 +71,8 @@ func TestAdminTokenOfTheSameDatabaseFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first := startServe(t, dir, nil)
-	if code := first.stop(); code != 0 {
-		t.Fatalf("exit %d\nstderr:\n%s", code, first.stderr)
+	if code := first.Stop(); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, first.Stderr)
 	}
 	for _, f := range []string{"parley.db", "parley.db-wal", "parley.db-shm"} {
 		if err := os.Remove(filepath.Join(dir, "parley-data", f)); err != nil && !os.IsNotExist(err) {
@@ -80,14 +80,14 @@ func TestAdminTokenOfTheSameDatabaseFile(t *testing.T) {
 		}
 	}
 	again := startServe(t, dir, nil)
-	if again.token == "" || again.token == first.token {
-		t.Fatalf("restart on a new database file: token %q\nstderr:\n%s", again.token, again.stderr)
+	if again.Token == "" || again.Token == first.Token {
+		t.Fatalf("restart on a new database file: token %q\nstderr:\n%s", again.Token, again.Stderr)
 	}
-	if got := readTrim(t, filepath.Join(dir, "parley-data", "admin.token")); got != again.token {
+	if got := readTrim(t, filepath.Join(dir, "parley-data", "admin.token")); got != again.Token {
 		t.Errorf("admin.token = %q, want the new token", got)
 	}
-	if code := again.stop(); code != 0 {
-		t.Errorf("exit %d\nstderr:\n%s", code, again.stderr)
+	if code := again.Stop(); code != 0 {
+		t.Errorf("exit %d\nstderr:\n%s", code, again.Stderr)
 	}
 }
 
@@ -100,36 +100,36 @@ func TestAdminTokenSQLiteThenPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
 	quick := startServe(t, dir, nil)
-	if code := quick.stop(); code != 0 || quick.token == "" {
-		t.Fatalf("quickstart: exit %d, token %q\nstderr:\n%s", code, quick.token, quick.stderr)
+	if code := quick.Stop(); code != 0 || quick.Token == "" {
+		t.Fatalf("quickstart: exit %d, token %q\nstderr:\n%s", code, quick.Token, quick.Stderr)
 	}
 	tokenFile := filepath.Join(dir, "parley-data", "admin.token")
 
 	replica := launchServe(t, dir, []string{"PARLEY_DATABASE_URL=" + dsn})
-	if code := replica.wait(); code != 1 {
-		t.Errorf("the replica exited %d, want 1\nstderr:\n%s", code, replica.stderr)
+	if code := replica.Wait(); code != 1 {
+		t.Errorf("the replica exited %d, want 1\nstderr:\n%s", code, replica.Stderr)
 	}
-	last := lastLine(replica.stderr.String())
+	last := lastLine(replica.Stderr.String())
 	for _, w := range []string{"parley-data/admin.token", "another database, sqlite://" + filepath.Join(dir, "parley-data", "parley.db"), "postgres://", "--data-dir"} {
 		if !strings.Contains(last, w) {
-			t.Errorf("the reason should mention %q, got:\n%s", w, replica.stderr)
+			t.Errorf("the reason should mention %q, got:\n%s", w, replica.Stderr)
 		}
 	}
-	if got := readTrim(t, tokenFile); got != quick.token {
+	if got := readTrim(t, tokenFile); got != quick.Token {
 		t.Errorf("the replica replaced the quickstart's admin.token with %q", got)
 	}
 
 	own := startServe(t, dir, []string{"PARLEY_DATABASE_URL=" + dsn}, "--data-dir", "replica-data")
-	if !strings.HasPrefix(own.token, "prl_") || readTrim(t, filepath.Join(dir, "replica-data", "admin.token")) != own.token {
-		t.Errorf("with its own data dir, the replica saved no admin token\nstdout:\n%s\nstderr:\n%s", own.stdout, own.stderr)
+	if !strings.HasPrefix(own.Token, "prl_") || readTrim(t, filepath.Join(dir, "replica-data", "admin.token")) != own.Token {
+		t.Errorf("with its own data dir, the replica saved no admin token\nstdout:\n%s\nstderr:\n%s", own.Stdout, own.Stderr)
 	}
 	if !strings.Contains(readTrim(t, filepath.Join(dir, "replica-data", "admin.token.database")), "database postgres://") {
 		t.Error("admin.token.database does not name the PostgreSQL database")
 	}
-	if got := readTrim(t, tokenFile); got != quick.token {
+	if got := readTrim(t, tokenFile); got != quick.Token {
 		t.Errorf("the quickstart's admin.token changed to %q", got)
 	}
-	if code := own.stop(); code != 0 {
-		t.Errorf("exit %d\nstderr:\n%s", code, own.stderr)
+	if code := own.Stop(); code != 0 {
+		t.Errorf("exit %d\nstderr:\n%s", code, own.Stderr)
 	}
 }

@@ -22,7 +22,7 @@ func TestChatApprovalServe(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir, nil)
 	const prompt = "approve? [y/n/e(dit)] "
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--approve", "current_time")
+	p := startChat(t, dir, nil, "--url", s.URL, "--token", s.Token, "--approve", "current_time")
 
 	p.send("/call current_time {}")
 	p.waitFor(p.stderr, "tool call current_time needs your approval (source builtin)\n"+
@@ -58,7 +58,7 @@ func TestChatApprovalServe(t *testing.T) {
 	id := m[1]
 
 	// A second run on the same chat: its calls of current_time still wait.
-	p = startChat(t, dir, nil, "--url", s.url, "--token", s.token, "--chat", id)
+	p = startChat(t, dir, nil, "--url", s.URL, "--token", s.Token, "--chat", id)
 	p.send(`/call current_time {"timezone": "Asia/Tokyo"}`)
 	p.waitFor(p.stderr, "tool call current_time needs your approval (source builtin)\n")
 	p.waitFor(p.stderr, prompt)
@@ -76,12 +76,12 @@ func TestChatApprovalServe(t *testing.T) {
 	}
 
 	// The history, through the API.
-	code, body := get(t, s.url+"/api/v1/chats/"+id, s.token)
+	code, body := get(t, s.URL+"/api/v1/chats/"+id, s.Token)
 	var ch client.Chat
 	if code != 200 || json.Unmarshal([]byte(body), &ch) != nil || len(ch.Approve) != 1 || ch.Approve[0] != "current_time" || ch.Status != client.StatusWaiting {
 		t.Fatalf("chat: %d %s", code, body)
 	}
-	code, body = get(t, s.url+"/api/v1/chats/"+id+"/messages", s.token)
+	code, body = get(t, s.URL+"/api/v1/chats/"+id+"/messages", s.Token)
 	var page struct {
 		Messages []client.Message `json:"messages"`
 	}

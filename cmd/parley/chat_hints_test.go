@@ -31,11 +31,11 @@ func TestChatUnauthorizedHint(t *testing.T) {
 		secret string
 		want   string
 	}{
-		{"admin.token file", stale, nil, []string{"chat", "--url", s.url, "hi"}, staleToken,
+		{"admin.token file", stale, nil, []string{"chat", "--url", s.URL, "hi"}, staleToken,
 			"the server refused the token read from " + tokenFile + ": pass another with --token (or PARLEY_TOKEN), or point --data-dir at the data dir of the server you talk to"},
-		{"flag", stale, nil, []string{"chat", "--url", s.url, "--token", "prl_flag000", "hi"}, "prl_flag000",
+		{"flag", stale, nil, []string{"chat", "--url", s.URL, "--token", "prl_flag000", "hi"}, "prl_flag000",
 			"the server refused the token of --token: "},
-		{"variable", stale, []string{"PARLEY_TOKEN=prl_env000"}, []string{"chat", "--url", s.url, "hi"}, "prl_env000",
+		{"variable", stale, []string{"PARLEY_TOKEN=prl_env000"}, []string{"chat", "--url", s.URL, "hi"}, "prl_env000",
 			"the server refused the token of PARLEY_TOKEN: "},
 	}
 	for _, c := range cases {

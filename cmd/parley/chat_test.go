@@ -104,7 +104,7 @@ func TestChatCommand(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir, nil) // ./parley-data of dir, where chat finds admin.token
 
-	r := runParley(t, dir, []string{"PARLEY_URL=" + s.url}, "chat", "hello there")
+	r := runParley(t, dir, []string{"PARLEY_URL=" + s.URL}, "chat", "hello there")
 	if r.code != 0 || r.stdout != "echo: hello there\n" {
 		t.Fatalf("chat: exit %d, stdout %q, want the echo; stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -114,11 +114,11 @@ func TestChatCommand(t *testing.T) {
 	}
 
 	other := t.TempDir() // no admin.token here: the token comes from the flag
-	r = runParley(t, other, nil, "chat", "--url", s.url, "--token", s.token, "--chat", m[1], "and again")
+	r = runParley(t, other, nil, "chat", "--url", s.URL, "--token", s.Token, "--chat", m[1], "and again")
 	if r.code != 0 || r.stdout != "echo: and again\n" {
 		t.Fatalf("chat --chat: exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	code, body := get(t, s.url+"/api/v1/chats/"+m[1]+"/messages", s.token)
+	code, body := get(t, s.URL+"/api/v1/chats/"+m[1]+"/messages", s.Token)
 	if code != 200 || strings.Count(body, `"role":"user"`) != 2 || strings.Count(body, `"role":"assistant"`) != 2 {
 		t.Errorf("the continued chat's messages: %d %s", code, body)
 	}
@@ -133,14 +133,14 @@ func TestChatCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no token", []string{"chat", "--url", s.url, "hi"}, 1, "no token"},
-		{"bad token", []string{"chat", "--url", s.url, "--token", "prl_nope", "hi"}, 1, "401 unauthorized"},
-		{"unknown chat", []string{"chat", "--url", s.url, "--token", s.token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
+		{"no token", []string{"chat", "--url", s.URL, "hi"}, 1, "no token"},
+		{"bad token", []string{"chat", "--url", s.URL, "--token", "prl_nope", "hi"}, 1, "401 unauthorized"},
+		{"unknown chat", []string{"chat", "--url", s.URL, "--token", s.Token, "--chat", "01a22723-d973-75eb-b20b-b382b9defe5f", "hi"}, 1, "404 not_found"},
 		{"tool with chat", []string{"chat", "--token", "t", "--chat", "x", "--tool", "a=" + schema, "hi"}, 2, "--tool"},
 		{"tool without file", []string{"chat", "--token", "t", "--tool", "get_weather", "hi"}, 2, "NAME=FILE"},
 		{"approve with chat", []string{"chat", "--token", "t", "--chat", "x", "--approve", "a_*", "hi"}, 2, "--approve"},
 		{"tool file missing", []string{"chat", "--token", "t", "--tool", "get_weather=nope.json", "hi"}, 1, "nope.json"},
-		{"tool schema refused", []string{"chat", "--url", s.url, "--token", s.token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
+		{"tool schema refused", []string{"chat", "--url", s.URL, "--token", s.Token, "--tool", "bad name=" + schema, "hi"}, 1, "dynamic_tools[0].name"},
 	}
 	for _, f := range failures {
 		r := runParley(t, other, nil, f.args...)
@@ -158,7 +158,7 @@ func TestChatServerToolSelection(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServe(t, dir, nil)
-	env := []string{"PARLEY_URL=" + s.url, "PARLEY_TOKEN=" + s.token}
+	env := []string{"PARLEY_URL=" + s.URL, "PARLEY_TOKEN=" + s.Token}
 
 	r := runParley(t, dir, env, "chat", "--tools", "current_*,x_*", "--tools", "http_fetch", "hello")
 	if r.code != 0 || r.stdout != "echo: hello\n" {
@@ -171,7 +171,7 @@ func TestChatServerToolSelection(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no chat id in stderr:\n%s", r.stderr)
 	}
-	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":["current_*","x_*","http_fetch"]`) {
+	if code, body := get(t, s.URL+"/api/v1/chats/"+m[1], s.Token); code != 200 || !strings.Contains(body, `"tools":["current_*","x_*","http_fetch"]`) {
 		t.Errorf("chat: %d %s", code, body)
 	}
 
@@ -180,7 +180,7 @@ func TestChatServerToolSelection(t *testing.T) {
 	if r.code != 0 || m == nil || strings.Contains(r.stderr, "warning:") {
 		t.Fatalf("chat --tools '': exit %d; stderr:\n%s", r.code, r.stderr)
 	}
-	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":[]`) {
+	if code, body := get(t, s.URL+"/api/v1/chats/"+m[1], s.Token); code != 200 || !strings.Contains(body, `"tools":[]`) {
 		t.Errorf("chat with --tools '': %d %s", code, body)
 	}
 
@@ -189,7 +189,7 @@ func TestChatServerToolSelection(t *testing.T) {
 	if r.code != 0 || m == nil {
 		t.Fatalf("chat: exit %d; stderr:\n%s", r.code, r.stderr)
 	}
-	if code, body := get(t, s.url+"/api/v1/chats/"+m[1], s.token); code != 200 || !strings.Contains(body, `"tools":null`) {
+	if code, body := get(t, s.URL+"/api/v1/chats/"+m[1], s.Token); code != 200 || !strings.Contains(body, `"tools":null`) {
 		t.Errorf("chat without --tools: %d %s", code, body)
 	}
 

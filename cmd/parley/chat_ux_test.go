@@ -21,7 +21,7 @@ func TestChatSessionHints(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir, nil)
 
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token)
+	p := startChat(t, dir, nil, "--url", s.URL, "--token", s.Token)
 	p.waitFor(p.stderr, `"/exit" or Ctrl-D ends the session`)
 	p.send(`/call current_time {"timezone": "UTC"}`)
 	p.waitFor(p.stderr, `tool current_time: {"time":"`)
@@ -34,11 +34,11 @@ func TestChatSessionHints(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no chat id in stderr:\n%s", p.stderr)
 	}
-	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.url + " --token …\n"; !strings.HasSuffix(p.stderr.String(), want) {
+	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.URL + " --token …\n"; !strings.HasSuffix(p.stderr.String(), want) {
 		t.Errorf("stderr does not end with %q:\n%s", want, p.stderr)
 	}
 	for _, out := range []string{p.stdout.String(), p.stderr.String()} {
-		if strings.Contains(out, s.token) || strings.ContainsAny(out, "\r\033") || strings.Contains(out, "⠋") {
+		if strings.Contains(out, s.Token) || strings.ContainsAny(out, "\r\033") || strings.Contains(out, "⠋") {
 			t.Errorf("output holds the token or a terminal status line: %q", out)
 		}
 	}
@@ -46,20 +46,20 @@ func TestChatSessionHints(t *testing.T) {
 	// The token read from a --data-dir elsewhere, the server named without
 	// a scheme: both are in the command that continues.
 	dataDir := filepath.Join(dir, "parley-data")
-	addr := strings.TrimPrefix(s.url, "http://")
+	addr := strings.TrimPrefix(s.URL, "http://")
 	r := runParley(t, t.TempDir(), nil, "chat", "--data-dir", dataDir, "--url", addr, "hi")
 	m = chatIDLine.FindStringSubmatch(r.stderr)
 	if r.code != 0 || r.stdout != "echo: hi\n" || m == nil {
 		t.Fatalf("chat --data-dir: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.url + " --data-dir " + chatcli.ShellQuote(dataDir) + "\n"; !strings.HasSuffix(r.stderr, want) {
+	if want := "continue it with: parley chat --chat " + m[1] + " --url " + s.URL + " --data-dir " + chatcli.ShellQuote(dataDir) + "\n"; !strings.HasSuffix(r.stderr, want) {
 		t.Errorf("stderr does not end with %q:\n%s", want, r.stderr)
 	}
 
 	// Settings from the environment stay there.
-	r = runParley(t, dir, []string{"PARLEY_URL=" + s.url, "PARLEY_TOKEN=" + s.token}, "chat", "hi")
+	r = runParley(t, dir, []string{"PARLEY_URL=" + s.URL, "PARLEY_TOKEN=" + s.Token}, "chat", "hi")
 	m = chatIDLine.FindStringSubmatch(r.stderr)
-	if r.code != 0 || m == nil || !strings.HasSuffix(r.stderr, "continue it with: parley chat --chat "+m[1]+"\n") || strings.Contains(r.stderr, s.token) {
+	if r.code != 0 || m == nil || !strings.HasSuffix(r.stderr, "continue it with: parley chat --chat "+m[1]+"\n") || strings.Contains(r.stderr, s.Token) {
 		t.Errorf("chat with PARLEY_URL and PARLEY_TOKEN: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
@@ -71,13 +71,13 @@ func TestChatServerAddress(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServe(t, dir, nil)
-	addr := strings.TrimPrefix(s.url, "http://")
+	addr := strings.TrimPrefix(s.URL, "http://")
 
-	r := runParley(t, dir, nil, "chat", "--url", addr, "--token", s.token, "hello")
+	r := runParley(t, dir, nil, "chat", "--url", addr, "--token", s.Token, "hello")
 	if r.code != 0 || r.stdout != "echo: hello\n" {
 		t.Fatalf("--url %s: exit %d, stdout %q, stderr:\n%s", addr, r.code, r.stdout, r.stderr)
 	}
-	r = runParley(t, dir, []string{"PARLEY_URL=" + addr + "/"}, "chat", "--token", s.token, "hello")
+	r = runParley(t, dir, []string{"PARLEY_URL=" + addr + "/"}, "chat", "--token", s.Token, "hello")
 	if r.code != 0 || r.stdout != "echo: hello\n" {
 		t.Fatalf("PARLEY_URL=%s/: exit %d, stdout %q, stderr:\n%s", addr, r.code, r.stdout, r.stderr)
 	}

@@ -87,7 +87,7 @@ func TestOpenAICompatExamples(t *testing.T) {
 			}
 			method = http.MethodPost
 		}
-		code, out := do(t, method, s.url+ex.path, s.token, body)
+		code, out := do(t, method, s.URL+ex.path, s.Token, body)
 		if code != http.StatusOK {
 			t.Errorf("%s %s %s: %d %s", method, ex.path, body, code, out)
 			continue

@@ -21,13 +21,13 @@ func TestExampleConfigStartsAsWritten(t *testing.T) {
 	data := t.TempDir() // not ./parley-data: the test must leave the checkout as it was
 	s := startServe(t, root, nil, "--config", "examples/parley.yaml", "--data-dir", data)
 
-	_, body := get(t, s.url+"/api/v1/tools", s.token)
+	_, body := get(t, s.URL+"/api/v1/tools", s.Token)
 	for _, name := range []string{"current_weather", "remember", "recall"} {
 		if !strings.Contains(body, `"name":"`+name+`"`) {
 			t.Errorf("tool %s is not listed: %s", name, body)
 		}
 	}
-	code, body := do(t, "POST", s.url+"/api/v1/chats", s.token, `{"message": "/call remember {\"key\": \"todo\", \"text\": \"buy milk\"}"}`)
+	code, body := do(t, "POST", s.URL+"/api/v1/chats", s.Token, `{"message": "/call remember {\"key\": \"todo\", \"text\": \"buy milk\"}"}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -37,7 +37,7 @@ func TestExampleConfigStartsAsWritten(t *testing.T) {
 	}
 	until := time.Now().Add(deadline)
 	for {
-		_, body = get(t, s.url+"/api/v1/chats/"+c.ID+"/messages", s.token)
+		_, body = get(t, s.URL+"/api/v1/chats/"+c.ID+"/messages", s.Token)
 		if strings.Contains(body, `"type":"tool-result"`) {
 			break
 		}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,16 +71,8 @@ func runParley(t *testing.T, dir string, env []string, args ...string) result {
 	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// server is a running "parley serve".
-type server struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string // http://ADDR from "parley listening on http://ADDR"
-	token  string // the admin token, if this start printed one
-	stdout *output
-	stderr *output
-	exited chan struct{} // closed when the process has ended
-}
+// server is a running "parley serve" (or another parley process).
+type server = parleybin.Process
 
 // output is a process's output, which a test can wait on line by line.
 type output = parleybin.Output
@@ -92,14 +83,7 @@ type output = parleybin.Output
 func startServe(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
 	s := launchServe(t, dir, env, args...)
-	l, ok := s.stdout.WaitLine("parley listening on http://", s.exited, deadline)
-	if !ok {
-		t.Fatalf("serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
-	}
-	s.url = strings.TrimPrefix(l, "parley listening on ")
-	if l, ok := s.stdout.Line("admin token: "); ok {
-		s.token = strings.TrimPrefix(l, "admin token: ")
-	}
+	s.WaitListening()
 	return s
 }
 
@@ -107,37 +91,12 @@ func startServe(t *testing.T, dir string, env []string, args ...string) *server 
 // without waiting for anything.
 func launchServe(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	s := startProcess(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
 	// Registered first, so it runs last: once the process has ended, the
 	// histories it wrote are checked.
 	if db := sqlitePath(dir, env, args); db != "" {
 		t.Cleanup(func() { checkHistories(t, db) })
 	}
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-	return s
-}
-
-// startProcess starts cmd with its output recorded; s.exited closes when
-// it ends.
-func startProcess(t *testing.T, cmd *exec.Cmd) *server {
-	t.Helper()
-	s := &server{t: t, cmd: cmd, stdout: parleybin.NewOutput(), stderr: parleybin.NewOutput(), exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	return s
+	return parleybin.Start(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...), deadline)
 }
 
 // sqlitePath is the SQLite database a "parley serve args..." started in dir
@@ -220,26 +179,4 @@ func do(t *testing.T, method, url, token, body string) (int, string) {
 		t.Fatalf("%s %s: read body: %v", method, url, err)
 	}
 	return resp.StatusCode, string(b)
-}
-
-// stop sends SIGTERM and waits (within deadline) for the process to end,
-// returning its exit code.
-func (s *server) stop() int {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		s.t.Fatalf("SIGTERM: %v", err)
-	}
-	return s.wait()
-}
-
-// wait waits (within deadline) for the process to end and returns its exit
-// code.
-func (s *server) wait() int {
-	s.t.Helper()
-	select {
-	case <-s.exited:
-	case <-time.After(deadline):
-		s.t.Fatalf("serve did not exit within %s\nstderr:\n%s", deadline, s.stderr)
-	}
-	return s.cmd.ProcessState.ExitCode()
 }

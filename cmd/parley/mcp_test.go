@@ -47,7 +47,7 @@ func TestServeWithMCPServers(t *testing.T) {
 	}
 	s := startServe(t, dir, nil, "--config", path, "--data-dir", filepath.Join(dir, "data"))
 
-	code, body := get(t, s.url+"/api/v1/tools", s.token)
+	code, body := get(t, s.URL+"/api/v1/tools", s.Token)
 	var list struct {
 		Tools []struct {
 			Name, Source string
@@ -83,20 +83,20 @@ func TestServeWithMCPServers(t *testing.T) {
 			t.Errorf("%s is down but shows %+v", src.Name, src)
 		}
 	}
-	if _, metrics := get(t, s.url+"/metrics", ""); !strings.Contains(metrics, `parley_mcp_session_state{server="everything",state="ready"} 1`) {
+	if _, metrics := get(t, s.URL+"/metrics", ""); !strings.Contains(metrics, `parley_mcp_session_state{server="everything",state="ready"} 1`) {
 		t.Errorf("no session state metric for everything")
 	}
 
-	children := childPIDs(t, s.cmd.Process.Pid)
+	children := childPIDs(t, s.Cmd.Process.Pid)
 	if len(children) == 0 {
 		t.Fatal("serve has no child process for the stdio MCP server")
 	}
-	if code := s.stop(); code != 0 {
-		t.Fatalf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.Stderr)
 	}
 	// One log line per connection, and one per failed first attempt.
 	var connected, missing []string
-	for _, l := range strings.Split(s.stderr.String(), "\n") {
+	for _, l := range strings.Split(s.Stderr.String(), "\n") {
 		low := strings.ToLower(l)
 		if strings.Contains(low, "server connected") {
 			connected = append(connected, l)

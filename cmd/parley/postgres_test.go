@@ -22,23 +22,23 @@ func TestServePostgres(t *testing.T) {
 	pgtest.Store(t, dsn)
 	dir := t.TempDir()
 	a := startServe(t, dir, nil, "--database", dsn, "--data-dir", filepath.Join(dir, "a"))
-	if !strings.HasPrefix(a.token, "prl_") {
-		t.Fatalf("first replica printed no admin token\nstdout:\n%s\nstderr:\n%s", a.stdout, a.stderr)
+	if !strings.HasPrefix(a.Token, "prl_") {
+		t.Fatalf("first replica printed no admin token\nstdout:\n%s\nstderr:\n%s", a.Stdout, a.Stderr)
 	}
 	tokenFile := filepath.Join(dir, "a", "admin.token")
 	checkMode(t, tokenFile, 0o600)
-	if got := readTrim(t, tokenFile); got != a.token {
-		t.Errorf("admin.token = %q, want %q", got, a.token)
+	if got := readTrim(t, tokenFile); got != a.Token {
+		t.Errorf("admin.token = %q, want %q", got, a.Token)
 	}
 
 	b := startServe(t, dir, nil, "--database", dsn, "--data-dir", filepath.Join(dir, "b"))
-	if b.token != "" {
+	if b.Token != "" {
 		t.Error("the second replica created another admin token")
 	}
 	// With no admin.token of its own, it says how to make a token.
-	if want := "sign in: open " + b.url + " and paste an API token; parley token create --owner admin --link --data-dir " +
-		filepath.Join(dir, "b") + " --database … makes one and prints a sign-in link\n"; !strings.HasPrefix(b.stdout.String(), want) {
-		t.Errorf("the second replica's stdout:\n%s\nwant it to start with:\n%s", b.stdout, want)
+	if want := "sign in: open " + b.URL + " and paste an API token; parley token create --owner admin --link --data-dir " +
+		filepath.Join(dir, "b") + " --database … makes one and prints a sign-in link\n"; !strings.HasPrefix(b.Stdout.String(), want) {
+		t.Errorf("the second replica's stdout:\n%s\nwant it to start with:\n%s", b.Stdout, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "b", "admin.token")); !os.IsNotExist(err) {
 		t.Errorf("the second replica wrote an admin.token (stat: %v)", err)
@@ -50,18 +50,18 @@ func TestServePostgres(t *testing.T) {
 	}
 	carol := strings.TrimSpace(r.stdout)
 	for _, s := range []*server{a, b} {
-		for _, tok := range []string{a.token, carol} {
-			if code, body := get(t, s.url+"/api/v1/chats", tok); code != http.StatusOK {
-				t.Errorf("GET %s/api/v1/chats = %d %s", s.url, code, body)
+		for _, tok := range []string{a.Token, carol} {
+			if code, body := get(t, s.URL+"/api/v1/chats", tok); code != http.StatusOK {
+				t.Errorf("GET %s/api/v1/chats = %d %s", s.URL, code, body)
 			}
 		}
-		if code, body := get(t, s.url+"/readyz", ""); code != http.StatusOK {
-			t.Errorf("GET %s/readyz = %d %s", s.url, code, body)
+		if code, body := get(t, s.URL+"/readyz", ""); code != http.StatusOK {
+			t.Errorf("GET %s/readyz = %d %s", s.URL, code, body)
 		}
 	}
 	for _, s := range []*server{a, b} {
-		if code := s.stop(); code != 0 {
-			t.Errorf("replica exited %d\nstderr:\n%s", code, s.stderr)
+		if code := s.Stop(); code != 0 {
+			t.Errorf("replica exited %d\nstderr:\n%s", code, s.Stderr)
 		}
 	}
 }

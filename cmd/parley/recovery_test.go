@@ -60,7 +60,7 @@ func TestRecoveryLatency(t *testing.T) {
 		if err := conn.QueryRow(ctx, `SELECT lease_generation FROM chats WHERE id = $1`, id).Scan(&gen); err != nil {
 			t.Fatal(err)
 		}
-		if err := held.cmd.Process.Kill(); err != nil {
+		if err := held.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		killed := time.Now()
@@ -75,23 +75,23 @@ func TestRecoveryLatency(t *testing.T) {
 				break
 			}
 			if time.Since(killed) > 15*time.Second {
-				t.Fatalf("sample %d: no new lease 15 s after the kill\nstderr:\n%s", i, other.stderr)
+				t.Fatalf("sample %d: no new lease 15 s after the kill\nstderr:\n%s", i, other.Stderr)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		held.wait()
+		held.Wait()
 		// The killed replica comes back, as a supervisor would start it.
 		name := fmt.Sprintf("r%d", i)
 		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--database", dsn, "--config", filepath.Join(dir, "parley.yaml"), "--data-dir", filepath.Join(dir, name))
 		restarted := &replica{server: s, worker: workerID(t, s)}
-		restarted.token = a.token
+		restarted.Token = a.Token
 		reps = []*replica{other, restarted}
 		if !waitChatStatus(conn, id, chat.Waiting) {
 			var worker string
 			var gen int64
 			conn.QueryRow(ctx, `SELECT worker_id, lease_generation FROM chats WHERE id = $1`, id).Scan(&worker, &gen)
 			t.Logf("the chat is held by %q (generation %d); other %s, restarted %s", worker, gen, other.worker, restarted.worker)
-			t.Fatalf("sample %d: chat %s did not finish; the model got %d requests\nother stderr:\n%s\nrestarted stderr:\n%s", i, id, len(fake.Requests()), other.stderr, restarted.stderr)
+			t.Fatalf("sample %d: chat %s did not finish; the model got %d requests\nother stderr:\n%s\nrestarted stderr:\n%s", i, id, len(fake.Requests()), other.Stderr, restarted.Stderr)
 		}
 	}
 	slices.Sort(took)

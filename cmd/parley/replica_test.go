@@ -39,11 +39,11 @@ func TestReplicaKilledMidStep(t *testing.T) {
 		answer   = "the answer of the replica that took over"
 	)
 	m := streamingOnOne(t, leaseTTL.String(), "a partial answer the killed worker never finishes", answer)
-	if err := m.held.cmd.Process.Kill(); err != nil {
+	if err := m.held.Cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
 	killed := time.Now()
-	m.held.wait()
+	m.held.Wait()
 
 	msgs, _ := followUntilWaiting(t, m.evs, leaseTTL/2)
 	t.Logf("the chat was finished by the other replica %v after the SIGKILL (lease_ttl %v)", time.Since(killed).Round(time.Millisecond), leaseTTL)
@@ -55,15 +55,15 @@ func TestReplicaKilledMidStep(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
 		t.Errorf("messages on the stream after the kill: %+v", msgs)
 	}
-	checkFinished(t, m.other, m.a.token, m.id, "tell me", answer)
+	checkFinished(t, m.other, m.a.Token, m.id, "tell me", answer)
 	if n := len(m.fake.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2", n)
 	}
-	if !strings.Contains(m.other.stderr.String(), "recovered a chat whose worker's database session ended") {
-		t.Errorf("the other replica did not log the recovery by the dead worker's session\nstderr:\n%s", m.other.stderr)
+	if !strings.Contains(m.other.Stderr.String(), "recovered a chat whose worker's database session ended") {
+		t.Errorf("the other replica did not log the recovery by the dead worker's session\nstderr:\n%s", m.other.Stderr)
 	}
-	if code := m.other.stop(); code != 0 {
-		t.Errorf("the other replica exited %d\nstderr:\n%s", code, m.other.stderr)
+	if code := m.other.Stop(); code != 0 {
+		t.Errorf("the other replica exited %d\nstderr:\n%s", code, m.other.Stderr)
 	}
 }
 
@@ -79,8 +79,8 @@ func TestReplicaSIGTERMHandsChatBack(t *testing.T) {
 	m := streamingOnOne(t, leaseTTL.String(), "a partial answer cut short by the shutdown", answer)
 	held, other, evs, a, id := m.held, m.other, m.evs, m.a, m.id
 	stopped := time.Now()
-	if code := held.stop(); code != 0 {
-		t.Fatalf("the holder exited %d after SIGTERM\nstderr:\n%s", code, held.stderr)
+	if code := held.Stop(); code != 0 {
+		t.Fatalf("the holder exited %d after SIGTERM\nstderr:\n%s", code, held.Stderr)
 	}
 	limit := leaseTTL / 6
 	msgs, statuses := followUntilWaiting(t, evs, limit)
@@ -92,12 +92,12 @@ func TestReplicaSIGTERMHandsChatBack(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
 		t.Errorf("messages on the stream after SIGTERM: %+v", msgs)
 	}
-	checkFinished(t, other, a.token, id, "tell me", answer)
-	if strings.Contains(other.stderr.String(), "recovered a chat") {
-		t.Errorf("the chat was recovered from an expired lease, not handed back\nstderr:\n%s", other.stderr)
+	checkFinished(t, other, a.Token, id, "tell me", answer)
+	if strings.Contains(other.Stderr.String(), "recovered a chat") {
+		t.Errorf("the chat was recovered from an expired lease, not handed back\nstderr:\n%s", other.Stderr)
 	}
-	if code := other.stop(); code != 0 {
-		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.stderr)
+	if code := other.Stop(); code != 0 {
+		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.Stderr)
 	}
 }
 
@@ -134,7 +134,7 @@ func streamingOnOne(t *testing.T, leaseTTL, partial, answer string) *midAnswer {
 	m.a, b = startReplicas(t, dir, dsn, replicaConfig(t, dir, m.fake.URL, leaseTTL))
 	m.id = createChatWith(t, m.a, "tell me")
 	m.held, m.other = holder(t, dsn, m.id, m.a, b)
-	m.evs = chatEvents(t, m.other.url+"/api/v1/chats/"+m.id+"/stream", m.a.token)
+	m.evs = chatEvents(t, m.other.URL+"/api/v1/chats/"+m.id+"/stream", m.a.Token)
 	m.partialMsgID = firstPart(t, m.evs)
 	return m
 }
@@ -190,10 +190,10 @@ func startReplicas(t *testing.T, dir, dsn, cfg string) (a, b *replica) {
 		return &replica{server: s, worker: workerID(t, s)}
 	}
 	a, b = start("a"), start("b")
-	if a.token == "" {
-		t.Fatalf("the first replica printed no admin token\nstdout:\n%s", a.stdout)
+	if a.Token == "" {
+		t.Fatalf("the first replica printed no admin token\nstdout:\n%s", a.Stdout)
 	}
-	b.token = a.token
+	b.Token = a.Token
 	return a, b
 }
 
@@ -204,14 +204,14 @@ var engineStarted = regexp.MustCompile(`msg="engine started" worker=(\S+)`)
 // is read apart from stdout.
 func workerID(t *testing.T, s *server) string {
 	t.Helper()
-	held, ended := s.stderr.Wait(func(text string) bool { return engineStarted.MatchString(text) }, s.exited, deadline)
+	held, ended := s.Stderr.Wait(func(text string) bool { return engineStarted.MatchString(text) }, s.Exited, deadline)
 	switch {
 	case held:
-		return engineStarted.FindStringSubmatch(s.stderr.String())[1]
+		return engineStarted.FindStringSubmatch(s.Stderr.String())[1]
 	case ended:
-		t.Fatalf("serve exited\nstderr:\n%s", s.stderr)
+		t.Fatalf("serve exited\nstderr:\n%s", s.Stderr)
 	default:
-		t.Fatalf("serve logged no worker id\nstderr:\n%s", s.stderr)
+		t.Fatalf("serve logged no worker id\nstderr:\n%s", s.Stderr)
 	}
 	return ""
 }
@@ -222,7 +222,7 @@ func workerID(t *testing.T, s *server) string {
 func createChatWith(t *testing.T, r *replica, message string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"title": "replica test", "message": message})
-	code, res := do(t, http.MethodPost, r.url+"/api/v1/chats", r.token, string(body))
+	code, res := do(t, http.MethodPost, r.URL+"/api/v1/chats", r.Token, string(body))
 	var c chat.Chat
 	if code != http.StatusCreated || json.Unmarshal([]byte(res), &c) != nil {
 		t.Fatalf("create chat: %d %s", code, res)
@@ -259,7 +259,7 @@ func holder(t *testing.T, dsn, chatID string, a, b *replica) (held, other *repli
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the chat is still %s\nA stderr:\n%s\nB stderr:\n%s", status, a.stderr, b.stderr)
+			t.Fatalf("the chat is still %s\nA stderr:\n%s\nB stderr:\n%s", status, a.Stderr, b.Stderr)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -369,12 +369,12 @@ func followUntilWaiting(t *testing.T, evs <-chan sseEvent, limit time.Duration) 
 // exactly the user's message and one answer, distinct and in order.
 func checkFinished(t *testing.T, r *replica, token, id, question, answer string) {
 	t.Helper()
-	code, body := get(t, r.url+"/api/v1/chats/"+id, token)
+	code, body := get(t, r.URL+"/api/v1/chats/"+id, token)
 	var c chat.Chat
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil || c.Status != chat.Waiting || c.LastError != nil {
 		t.Errorf("chat: %d %s", code, body)
 	}
-	code, body = get(t, r.url+"/api/v1/chats/"+id+"/messages", token)
+	code, body = get(t, r.URL+"/api/v1/chats/"+id+"/messages", token)
 	var page struct{ Messages []chat.Message }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
 		t.Fatalf("messages: %d %s", code, body)
@@ -406,26 +406,26 @@ func TestReplicaHungIsRecoveredByItsLease(t *testing.T) {
 	const answer = "the answer of the replica that did not hang"
 	m := streamingOnOne(t, "2s", "a partial answer of the hung worker", answer)
 	held, other, evs, a, id := m.held, m.other, m.evs, m.a, m.id
-	if err := held.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := held.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP: %v", err)
 	}
 	msgs, _ := followUntilWaiting(t, evs, recoveryLimit)
-	if err := held.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := held.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT: %v", err)
 	}
 	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
 		t.Errorf("messages on the stream after the hang: %+v", msgs)
 	}
-	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker stopped renewing its lease") {
-		t.Errorf("the hung replica's chat was not recovered by its lease\nstderr:\n%s", other.stderr)
+	if !strings.Contains(other.Stderr.String(), "recovered a chat whose worker stopped renewing its lease") {
+		t.Errorf("the hung replica's chat was not recovered by its lease\nstderr:\n%s", other.Stderr)
 	}
-	if strings.Contains(other.stderr.String(), "database session ended") {
-		t.Errorf("the hung replica, whose session lives, was taken for dead\nstderr:\n%s", other.stderr)
+	if strings.Contains(other.Stderr.String(), "database session ended") {
+		t.Errorf("the hung replica, whose session lives, was taken for dead\nstderr:\n%s", other.Stderr)
 	}
-	if code := held.stop(); code != 0 {
-		t.Errorf("the woken replica exited %d\nstderr:\n%s", code, held.stderr)
+	if code := held.Stop(); code != 0 {
+		t.Errorf("the woken replica exited %d\nstderr:\n%s", code, held.Stderr)
 	}
-	checkFinished(t, other, a.token, id, "tell me", answer)
+	checkFinished(t, other, a.Token, id, "tell me", answer)
 }
 
 // TestReplicaWhoseSessionIsCutStopsItsChat: the database session that
@@ -460,10 +460,10 @@ func TestReplicaWhoseSessionIsCutStopsItsChat(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].Role != chat.RoleAssistant || msgText(msgs[0]) != answer {
 		t.Errorf("messages on the stream after the cut: %+v", msgs)
 	}
-	if !strings.Contains(held.stderr.String(), "the worker's database session was lost") {
-		t.Errorf("the cut replica did not stop its chat\nstderr:\n%s", held.stderr)
+	if !strings.Contains(held.Stderr.String(), "the worker's database session was lost") {
+		t.Errorf("the cut replica did not stop its chat\nstderr:\n%s", held.Stderr)
 	}
-	checkFinished(t, other, a.token, id, "tell me", answer)
+	checkFinished(t, other, a.Token, id, "tell me", answer)
 	if n := len(fake.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2 (the cut one and the one that finished)", n)
 	}

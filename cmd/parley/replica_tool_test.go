@@ -53,19 +53,19 @@ func TestReplicaKilledWhileToolRuns(t *testing.T) {
 
 	// While the holder lives and the gate holds, nothing moves: the call is
 	// stored, its result is not.
-	hist := history(t, other, a.token, id)
+	hist := history(t, other, a.Token, id)
 	if len(hist) != 2 || hist[0].Role != chat.RoleUser || hist[1].Role != chat.RoleAssistant ||
 		len(hist[1].Parts) != 1 || hist[1].Parts[0].Type != chat.PartToolCall || hist[1].Parts[0].ToolCallID != callID {
 		t.Fatalf("history while the tool runs, want the question and the stored call only: %+v", hist)
 	}
 	callMsg := hist[1].ID
-	evs := chatEvents(t, other.url+"/api/v1/chats/"+id+"/stream?after="+strconv.FormatInt(callMsg, 10), a.token)
+	evs := chatEvents(t, other.URL+"/api/v1/chats/"+id+"/stream?after="+strconv.FormatInt(callMsg, 10), a.Token)
 
-	if err := held.cmd.Process.Kill(); err != nil {
+	if err := held.Cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
 	killed := time.Now()
-	held.wait()
+	held.Wait()
 	// The tool's HTTP request died with the process: the call was cut off
 	// while it ran, not after it returned.
 	gate.waitGone(t)
@@ -78,12 +78,12 @@ func TestReplicaKilledWhileToolRuns(t *testing.T) {
 	checkUnknownOutcome(t, msgs[0], callID)
 
 	// The same through the API: the call has exactly one result.
-	code, body := get(t, other.url+"/api/v1/chats/"+id, a.token)
+	code, body := get(t, other.URL+"/api/v1/chats/"+id, a.Token)
 	var c chat.Chat
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil || c.Status != chat.Waiting || c.LastError != nil {
 		t.Errorf("chat after recovery: %d %s", code, body)
 	}
-	hist = history(t, other, a.token, id)
+	hist = history(t, other, a.Token, id)
 	results := 0
 	for _, m := range hist {
 		for _, p := range m.Parts {
@@ -103,11 +103,11 @@ func TestReplicaKilledWhileToolRuns(t *testing.T) {
 	if sent := toolMessagesSent(t, reqs[1].Body); len(sent) != 1 || sent[0].ToolCallID != callID || !strings.Contains(sent[0].Content, chat.ReasonUnknownOutcome) {
 		t.Errorf("the model's second request carries tool results %+v, want one for %s saying %q", sent, callID, chat.ReasonUnknownOutcome)
 	}
-	if !strings.Contains(other.stderr.String(), "recovered a chat whose worker") {
-		t.Errorf("the other replica did not log the recovery\nstderr:\n%s", other.stderr)
+	if !strings.Contains(other.Stderr.String(), "recovered a chat whose worker") {
+		t.Errorf("the other replica did not log the recovery\nstderr:\n%s", other.Stderr)
 	}
-	if code := other.stop(); code != 0 {
-		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.stderr)
+	if code := other.Stop(); code != 0 {
+		t.Errorf("the other replica exited %d\nstderr:\n%s", code, other.Stderr)
 	}
 	// Both processes have ended: the tool ran once, on the killed replica.
 	if n := gate.hits(); n != 1 {
@@ -137,7 +137,7 @@ func checkUnknownOutcome(t *testing.T, m chat.Message, callID string) {
 // history returns every message of a chat through r's API.
 func history(t *testing.T, r *replica, token, id string) []chat.Message {
 	t.Helper()
-	code, body := get(t, r.url+"/api/v1/chats/"+id+"/messages", token)
+	code, body := get(t, r.URL+"/api/v1/chats/"+id+"/messages", token)
 	var page struct{ Messages []chat.Message }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
 		t.Fatalf("messages: %d %s", code, body)

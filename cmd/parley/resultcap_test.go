@@ -27,7 +27,7 @@ func TestServeCapsToolResults(t *testing.T) {
 	}
 	s := startServe(t, dir, nil, "--config", path, "--data-dir", filepath.Join(dir, "data"))
 
-	p := startChat(t, dir, nil, "--url", s.url, "--token", s.token)
+	p := startChat(t, dir, nil, "--url", s.URL, "--token", s.Token)
 	p.send("/call big {}")
 	p.waitFor(p.stdout, "tool big returned "+strings.Repeat("x", 100)+"\n[… truncated: 1,000,000 bytes, showing the first 100]\n")
 	if code := p.wait(); code != 0 {
@@ -38,7 +38,7 @@ func TestServeCapsToolResults(t *testing.T) {
 		t.Fatalf("no chat id in stderr:\n%s", p.stderr)
 	}
 
-	code, body := get(t, s.url+"/api/v1/chats/"+m[1]+"/messages", s.token)
+	code, body := get(t, s.URL+"/api/v1/chats/"+m[1]+"/messages", s.Token)
 	var page struct {
 		Messages []struct {
 			Parts []struct {

@@ -20,42 +20,42 @@ func TestServeSQLite(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir, nil) // no --data-dir: ./parley-data of dir, like the README
 
-	if !strings.HasPrefix(s.token, "prl_") {
-		t.Fatalf("no admin token printed\nstdout:\n%s", s.stdout)
+	if !strings.HasPrefix(s.Token, "prl_") {
+		t.Fatalf("no admin token printed\nstdout:\n%s", s.Stdout)
 	}
 	// Once on its line and once in the link that follows it.
-	link := "web UI: " + s.url + "/#token=" + s.token + "\n"
-	if n := strings.Count(s.stdout.String(), s.token); n != 2 {
+	link := "web UI: " + s.URL + "/#token=" + s.Token + "\n"
+	if n := strings.Count(s.Stdout.String(), s.Token); n != 2 {
 		t.Errorf("the admin token appears %d times on stdout, want twice (its line and the link)", n)
 	}
-	if _, after, ok := strings.Cut(s.stdout.String(), "admin token: "+s.token+"\n"); !ok ||
-		!strings.HasPrefix(after, "  (created owner") || !strings.Contains(after, "\n"+link+"parley listening on "+s.url+"\n") {
-		t.Errorf("stdout should be the admin token's lines, then %q, then the address:\n%s", link, s.stdout)
+	if _, after, ok := strings.Cut(s.Stdout.String(), "admin token: "+s.Token+"\n"); !ok ||
+		!strings.HasPrefix(after, "  (created owner") || !strings.Contains(after, "\n"+link+"parley listening on "+s.URL+"\n") {
+		t.Errorf("stdout should be the admin token's lines, then %q, then the address:\n%s", link, s.Stdout)
 	}
-	if code, page := get(t, s.url+"/", ""); code != http.StatusOK || !strings.Contains(page, "<html") {
+	if code, page := get(t, s.URL+"/", ""); code != http.StatusOK || !strings.Contains(page, "<html") {
 		t.Errorf("GET / (the web UI) = %d %.100s", code, page)
 	}
 	dataDir := filepath.Join(dir, "parley-data")
 	checkMode(t, dataDir, 0o700)
 	tokenFile := filepath.Join(dataDir, "admin.token")
 	checkMode(t, tokenFile, 0o600)
-	if got := readTrim(t, tokenFile); got != s.token {
-		t.Errorf("admin.token holds %q, want the printed token %q", got, s.token)
+	if got := readTrim(t, tokenFile); got != s.Token {
+		t.Errorf("admin.token holds %q, want the printed token %q", got, s.Token)
 	}
 
-	if code, body := get(t, s.url+"/healthz", ""); code != http.StatusOK {
+	if code, body := get(t, s.URL+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("GET /healthz = %d %s", code, body)
 	}
-	if code, body := get(t, s.url+"/api/v1/chats", s.token); code != http.StatusOK {
+	if code, body := get(t, s.URL+"/api/v1/chats", s.Token); code != http.StatusOK {
 		t.Errorf("GET /api/v1/chats with the admin token = %d %s", code, body)
 	}
-	if code, _ := get(t, s.url+"/api/v1/chats", ""); code != http.StatusUnauthorized {
+	if code, _ := get(t, s.URL+"/api/v1/chats", ""); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/chats without a token = %d, want 401", code)
 	}
-	if code, body := get(t, s.url+"/readyz", ""); code != http.StatusOK {
+	if code, body := get(t, s.URL+"/readyz", ""); code != http.StatusOK {
 		t.Errorf("GET /readyz = %d %s", code, body)
 	}
-	code, metrics := get(t, s.url+"/metrics", "")
+	code, metrics := get(t, s.URL+"/metrics", "")
 	for _, m := range []string{"parley_http_requests_total", "go_goroutines", "process_open_fds"} {
 		if code != http.StatusOK || !strings.Contains(metrics, m) {
 			t.Errorf("GET /metrics = %d, without %s", code, m)
@@ -64,42 +64,42 @@ func TestServeSQLite(t *testing.T) {
 
 	// A second server on the same SQLite file is refused, plainly.
 	second := launchServe(t, dir, nil)
-	if code := second.wait(); code == 0 {
+	if code := second.Wait(); code == 0 {
 		t.Fatal("a second serve on the same SQLite database exited 0")
 	}
-	stderr := second.stderr.String()
+	stderr := second.Stderr.String()
 	if !strings.HasPrefix(stderr, "parley: another parley process is already serving") ||
 		!strings.Contains(stderr, "PostgreSQL") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("second serve's stderr should be one line saying why and what to do, got:\n%s", stderr)
 	}
-	if out := second.stdout.String(); out != "" {
+	if out := second.Stdout.String(); out != "" {
 		t.Errorf("second serve printed on stdout: %q", out)
 	}
 
 	// SIGTERM with an owner feed open: the stream ends and serve exits 0.
-	stream := openStream(t, s.url+"/api/v1/chats/watch", s.token)
-	if code := s.stop(); code != 0 {
-		t.Fatalf("serve exited %d after SIGTERM, want 0\nstderr:\n%s", code, s.stderr)
+	stream := openStream(t, s.URL+"/api/v1/chats/watch", s.Token)
+	if code := s.Stop(); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM, want 0\nstderr:\n%s", code, s.Stderr)
 	}
 	waitClosed(t, stream)
 
 	// A restart finds the admin and creates no second token.
 	again := startServe(t, dir, nil)
-	if again.token != "" || strings.Contains(again.stdout.String(), "admin token:") || strings.Contains(again.stdout.String(), "web UI:") {
-		t.Errorf("restart printed an admin token or its link again:\n%s", again.stdout)
+	if again.Token != "" || strings.Contains(again.Stdout.String(), "admin token:") || strings.Contains(again.Stdout.String(), "web UI:") {
+		t.Errorf("restart printed an admin token or its link again:\n%s", again.Stdout)
 	}
 	// It says where the token is and how to sign in, without the token.
-	if want := "sign in: open " + again.url + " and paste the admin token from parley-data/admin.token\nparley listening on " + again.url + "\n"; again.stdout.String() != want || strings.Contains(again.stdout.String(), s.token) {
-		t.Errorf("restart's stdout:\n%s\nwant:\n%s", again.stdout, want)
+	if want := "sign in: open " + again.URL + " and paste the admin token from parley-data/admin.token\nparley listening on " + again.URL + "\n"; again.Stdout.String() != want || strings.Contains(again.Stdout.String(), s.Token) {
+		t.Errorf("restart's stdout:\n%s\nwant:\n%s", again.Stdout, want)
 	}
-	if got := readTrim(t, tokenFile); got != s.token {
+	if got := readTrim(t, tokenFile); got != s.Token {
 		t.Errorf("restart changed admin.token to %q", got)
 	}
-	if code, body := get(t, again.url+"/api/v1/chats", s.token); code != http.StatusOK {
+	if code, body := get(t, again.URL+"/api/v1/chats", s.Token); code != http.StatusOK {
 		t.Errorf("the first admin token after restart: GET /api/v1/chats = %d %s", code, body)
 	}
-	if code := again.stop(); code != 0 {
-		t.Errorf("restarted serve exited %d after SIGTERM\nstderr:\n%s", code, again.stderr)
+	if code := again.Stop(); code != 0 {
+		t.Errorf("restarted serve exited %d after SIGTERM\nstderr:\n%s", code, again.Stderr)
 	}
 }
 

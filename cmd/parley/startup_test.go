@@ -105,11 +105,11 @@ func TestServeStartsWithMCPServersDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startServe(t, dir, nil, "--config", "parley.yaml")
-	if !strings.HasPrefix(s.token, "prl_") {
-		t.Errorf("no admin token printed\nstdout:\n%s", s.stdout)
+	if !strings.HasPrefix(s.Token, "prl_") {
+		t.Errorf("no admin token printed\nstdout:\n%s", s.Stdout)
 	}
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.Stderr)
 	}
 }
 
@@ -121,20 +121,20 @@ func TestServeWildcardAddress(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServe(t, dir, nil, "--listen", ":0") // the last --listen wins
-	if !strings.HasPrefix(s.url, "http://127.0.0.1:") {
-		t.Errorf("serve --listen :0 prints %s, want http://127.0.0.1:PORT", s.url)
+	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
+		t.Errorf("serve --listen :0 prints %s, want http://127.0.0.1:PORT", s.URL)
 	}
-	if code, body := get(t, s.url+"/healthz", ""); code != http.StatusOK {
-		t.Errorf("GET %s/healthz = %d %s", s.url, code, body)
+	if code, body := get(t, s.URL+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("GET %s/healthz = %d %s", s.URL, code, body)
 	}
-	if n := strings.Count(s.stdout.String(), "listening"); n != 1 {
-		t.Errorf("stdout mentions listening %d times, want once:\n%s", n, s.stdout)
+	if n := strings.Count(s.Stdout.String(), "listening"); n != 1 {
+		t.Errorf("stdout mentions listening %d times, want once:\n%s", n, s.Stdout)
 	}
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)
 	}
-	if !strings.Contains(s.stderr.String(), "level=INFO msg=listening") {
-		t.Errorf("with stdout not a terminal, the log should have the listening line:\n%s", s.stderr)
+	if !strings.Contains(s.Stderr.String(), "level=INFO msg=listening") {
+		t.Errorf("with stdout not a terminal, the log should have the listening line:\n%s", s.Stderr)
 	}
 }
 

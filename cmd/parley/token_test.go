@@ -26,7 +26,7 @@ func TestTokenCommands(t *testing.T) {
 	if !strings.HasPrefix(bob, "prl_") || strings.ContainsAny(bob, " \n") || r.stdout != bob+"\n" {
 		t.Fatalf("token create stdout should be the token alone on one line, got %q", r.stdout)
 	}
-	if code, body := get(t, s.url+"/api/v1/chats", bob); code != http.StatusOK {
+	if code, body := get(t, s.URL+"/api/v1/chats", bob); code != http.StatusOK {
 		t.Fatalf("GET /api/v1/chats with the new token = %d %s", code, body)
 	}
 	id, _, err := auth.Parse(bob)
@@ -46,7 +46,7 @@ func TestTokenCommands(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "revoked token "+id) {
 		t.Fatalf("token revoke: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	if code, _ := get(t, s.url+"/api/v1/chats", bob); code != http.StatusUnauthorized {
+	if code, _ := get(t, s.URL+"/api/v1/chats", bob); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/chats with a revoked token = %d, want 401", code)
 	}
 	if rows := tableRows(t, runParley(t, dir, env, "token", "list", "--owner", "bob")); len(rows) != 1 || rows[0][4] == "-" {
@@ -55,7 +55,7 @@ func TestTokenCommands(t *testing.T) {
 	if r := runParley(t, dir, env, "token", "revoke", bob); r.code != 0 || !strings.Contains(r.stdout, "already revoked") {
 		t.Errorf("revoking again (by the whole token): exit %d, stdout %q", r.code, r.stdout)
 	}
-	if code, _ := get(t, s.url+"/api/v1/chats", s.token); code != http.StatusOK {
+	if code, _ := get(t, s.URL+"/api/v1/chats", s.Token); code != http.StatusOK {
 		t.Errorf("revoking bob's token affected admin's: %d", code)
 	}
 
@@ -77,8 +77,8 @@ func TestTokenCommands(t *testing.T) {
 			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q (want it to mention %q)", f.name, r.code, f.code, r.stdout, r.stderr, f.want)
 		}
 	}
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d\n%s", code, s.Stderr)
 	}
 }
 
@@ -103,10 +103,10 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("migrate created tokens: %v", rows)
 	}
 	s := startServe(t, dir, nil, "--data-dir", data)
-	if s.token == "" {
+	if s.Token == "" {
 		t.Error("serve on a migrated, empty database printed no admin token")
 	}
-	s.stop()
+	s.Stop()
 }
 
 // tableRows runs a successful "token list" result into its rows, without

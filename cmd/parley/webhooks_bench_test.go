@@ -46,13 +46,13 @@ func TestWebhookBench(t *testing.T) {
 	)
 	run := func(t *testing.T, s *server, fill func(chatID string, n int)) {
 		rc := newReceiver(t)
-		createWebhook(t, s.url, s.token, rc, `["chat.title_changed"]`)
-		id := createTitled(t, s.url, s.token, "title 0")
+		createWebhook(t, s.URL, s.Token, rc, `["chat.title_changed"]`)
+		id := createTitled(t, s.URL, s.Token, "title 0")
 
 		var fromCommit, fromRequest []time.Duration
 		for i := 1; i <= samples; i++ {
 			sent := time.Now()
-			retitle(t, s.url, s.token, id, fmt.Sprintf("title %d", i))
+			retitle(t, s.URL, s.Token, id, fmt.Sprintf("title %d", i))
 			e := rc.waitEvents(i, deadline)[i-1]
 			fromCommit = append(fromCommit, e.at.Sub(e.body.Timestamp))
 			fromRequest = append(fromRequest, e.at.Sub(sent))
@@ -84,8 +84,8 @@ func TestWebhookBench(t *testing.T) {
 		_, dups := rc.count()
 		t.Logf("drain: %d events queued in %v; %d delivered in %v after the commit: %.0f events/s (%d duplicates)",
 			queued, committed.Sub(start).Round(time.Millisecond), got, took.Round(time.Millisecond), float64(got)/took.Seconds(), dups)
-		if code := s.stop(); code != 0 {
-			t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+		if code := s.Stop(); code != 0 {
+			t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)
 		}
 		// The floor: as many signed POSTs of the same size as the drain
 		// sent, one at a time from a bare loop, to the same receiver.

@@ -60,7 +60,7 @@ func TestWebhooksNodeVerifier(t *testing.T) {
 	cfg := fakeModelConfig(t, dir, fake.URL, webhooksConfig)
 	s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 
-	out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": s.url, "PARLEY_TOKEN": s.token})
+	out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": s.URL, "PARLEY_TOKEN": s.Token})
 	var got struct {
 		EndpointID    string      `json:"endpoint_id"`
 		CompletedChat string      `json:"completed_chat"`
@@ -74,7 +74,7 @@ func TestWebhooksNodeVerifier(t *testing.T) {
 		t.Fatalf("the script's output %q: %v", out, err)
 	}
 	if len(got.Problems) != 0 {
-		t.Fatalf("the Node receiver: %q\nserve stderr:\n%s", got.Problems, s.stderr)
+		t.Fatalf("the Node receiver: %q\nserve stderr:\n%s", got.Problems, s.Stderr)
 	}
 	if len(got.Events) != 3 {
 		t.Fatalf("the Node receiver accepted %d events, want 3: %+v", len(got.Events), got.Events)
@@ -97,14 +97,14 @@ func TestWebhooksNodeVerifier(t *testing.T) {
 	}
 
 	// The API lists the same events, delivered.
-	ds := waitDeliveries(t, s.url, s.token, got.EndpointID, "3 delivered", allDelivered(3))
+	ds := waitDeliveries(t, s.URL, s.Token, got.EndpointID, "3 delivered", allDelivered(3))
 	for i, d := range ds { // newest first
 		e := got.Events[len(got.Events)-1-i]
 		if d.EventID != e.WebhookID || d.EventType != e.Type || d.Status != "delivered" || d.Attempts != 1 {
 			t.Errorf("delivery %d: %+v, want %s %s delivered in one attempt", i, d, e.WebhookID, e.Type)
 		}
 	}
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)
 	}
 }

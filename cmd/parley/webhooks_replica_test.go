@@ -27,10 +27,10 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 	a, b := startReplicas(t, dir, dsn, fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig))
 	replicas := []*replica{a, b}
 	rc := newReceiver(t)
-	ep := createWebhook(t, a.url, a.token, rc, `["chat.title_changed"]`)
+	ep := createWebhook(t, a.URL, a.Token, rc, `["chat.title_changed"]`)
 	ids := make([]string, chats)
 	for c := range ids {
-		ids[c] = createTitled(t, replicas[c%2].url, a.token, fmt.Sprintf("chat %d", c))
+		ids[c] = createTitled(t, replicas[c%2].URL, a.Token, fmt.Sprintf("chat %d", c))
 	}
 
 	// One client per chat, so the changes come at once, as many clients
@@ -42,7 +42,7 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 		wg.Go(func() {
 			for i := c; i < n; i += chats {
 				r := replicas[i%2]
-				if code, res := send(http.MethodPatch, r.url+"/api/v1/chats/"+id, a.token, fmt.Sprintf(`{"title": "event %d"}`, i)); code != http.StatusOK {
+				if code, res := send(http.MethodPatch, r.URL+"/api/v1/chats/"+id, a.Token, fmt.Sprintf(`{"title": "event %d"}`, i)); code != http.StatusOK {
 					errs <- fmt.Errorf("event %d: %d %s", i, code, res)
 					return
 				}
@@ -75,7 +75,7 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 			t.Errorf("no event of change %d", i)
 		}
 	}
-	ds := waitDeliveries(t, a.url, a.token, ep.ID, fmt.Sprintf("%d delivered", n), allDelivered(n))
+	ds := waitDeliveries(t, a.URL, a.Token, ep.ID, fmt.Sprintf("%d delivered", n), allDelivered(n))
 	for _, d := range ds {
 		if d.Attempts != 1 {
 			t.Fatalf("delivery %+v: want delivered in one attempt", d)
@@ -94,8 +94,8 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 		t.Errorf("the replicas count %d deliveries (%v), want %d", total, per, n)
 	}
 	for _, r := range replicas {
-		if code := r.stop(); code != 0 {
-			t.Errorf("a replica exited %d\nstderr:\n%s", code, r.stderr)
+		if code := r.Stop(); code != 0 {
+			t.Errorf("a replica exited %d\nstderr:\n%s", code, r.Stderr)
 		}
 	}
 }
@@ -121,7 +121,7 @@ func send(method, url, token, body string) (int, string) {
 // deliveredCount reads a replica's parley_webhook_deliveries_total{result="delivered"}.
 func deliveredCount(t *testing.T, r *replica) int {
 	t.Helper()
-	code, body := get(t, r.url+"/metrics", "")
+	code, body := get(t, r.URL+"/metrics", "")
 	if code != http.StatusOK {
 		t.Fatalf("metrics: %d", code)
 	}

@@ -288,7 +288,7 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	env := []string{fakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
-	token := s.token
+	token := s.Token
 
 	rc := newReceiver(t)
 	held := make(chan string, 1) // the webhook-id of the attempt held
@@ -310,19 +310,19 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 			close(release)
 		}
 	})
-	ep := createWebhook(t, s.url, token, rc, `["chat.title_changed"]`)
-	id := createTitled(t, s.url, token, "title 0")
-	retitle(t, s.url, token, id, "title 1")
+	ep := createWebhook(t, s.URL, token, rc, `["chat.title_changed"]`)
+	id := createTitled(t, s.URL, token, "title 0")
+	retitle(t, s.URL, token, id, "title 1")
 	var heldID string
 	select {
 	case heldID = <-held:
 	case <-time.After(deadline):
 		t.Fatal("no attempt reached the receiver")
 	}
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.Cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
-	s.wait()
+	s.Wait()
 	close(release)
 
 	s = startServe(t, dir, env, args...)
@@ -330,12 +330,12 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	if len(evs) != 1 || evs[0].id != heldID || evs[0].body.Data.Title != "title 1" {
 		t.Fatalf("received %+v; want the held event %s again", evs, heldID)
 	}
-	ds := waitDeliveries(t, s.url, token, ep.ID, "1 delivered", allDelivered(1))
+	ds := waitDeliveries(t, s.URL, token, ep.ID, "1 delivered", allDelivered(1))
 	if ds[0].EventID != heldID || ds[0].Attempts != 1 {
 		t.Errorf("delivery %+v: want event %s delivered at its first recorded attempt (the killed one left no record)", ds[0], heldID)
 	}
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)
 	}
 }
 
@@ -354,7 +354,7 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	env := []string{fakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
-	token := s.token
+	token := s.Token
 
 	rc := newReceiver(t)
 	var down atomic.Bool
@@ -366,14 +366,14 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 		}
 		return false
 	}
-	ep := createWebhook(t, s.url, token, rc, `["chat.title_changed"]`)
-	id := createTitled(t, s.url, token, "title 0")
+	ep := createWebhook(t, s.URL, token, rc, `["chat.title_changed"]`)
+	id := createTitled(t, s.URL, token, "title 0")
 	for i := 1; i <= 3; i++ {
-		retitle(t, s.url, token, id, fmt.Sprintf("title %d", i))
+		retitle(t, s.URL, token, id, fmt.Sprintf("title %d", i))
 	}
 	// Every event is committed, and its first attempt recorded: none is
 	// in the middle of an attempt, whose lease would hold it back.
-	waitDeliveries(t, s.url, token, ep.ID, "3, each failed once", func(ds []apiDelivery) bool {
+	waitDeliveries(t, s.URL, token, ep.ID, "3, each failed once", func(ds []apiDelivery) bool {
 		failed := 0
 		for _, d := range ds {
 			if d.Status == "pending" && d.Attempts >= 1 {
@@ -382,10 +382,10 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 		}
 		return len(ds) == 3 && failed == 3
 	})
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.Cmd.Process.Kill(); err != nil {
 		t.Fatalf("SIGKILL: %v", err)
 	}
-	s.wait()
+	s.Wait()
 	if evs, _ := rc.snapshot(); len(evs) != 0 {
 		t.Fatalf("the receiver accepted %d events while down", len(evs))
 	}
@@ -405,7 +405,7 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	if len(evs) != 3 || !titles["title 1"] || !titles["title 2"] || !titles["title 3"] {
 		t.Errorf("received %d events with titles %v, want title 1, 2 and 3", len(evs), titles)
 	}
-	ds := waitDeliveries(t, s.url, token, ep.ID, "3 delivered", allDelivered(3))
+	ds := waitDeliveries(t, s.URL, token, ep.ID, "3 delivered", allDelivered(3))
 	for _, d := range ds {
 		if d.Attempts < 2 || !ids[d.EventID] {
 			t.Errorf("delivery %+v: want delivered after a failed attempt, of an event the receiver got", d)
@@ -413,7 +413,7 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	}
 	_, dups := rc.snapshot()
 	t.Logf("after the restart: %d events, %d duplicate requests", len(evs), dups)
-	if code := s.stop(); code != 0 {
-		t.Errorf("serve exited %d\nstderr:\n%s", code, s.stderr)
+	if code := s.Stop(); code != 0 {
+		t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+	"testing"
 	"time"
 )
 
@@ -89,4 +92,77 @@ func (o *Output) Wait(ok func(text string) bool, exited <-chan struct{}, timeout
 			return false, false
 		}
 	}
+}
+
+// Process is a parley process a test started, its output recorded.
+type Process struct {
+	t       testing.TB
+	timeout time.Duration // bounds every wait on it
+	Cmd     *exec.Cmd
+	URL     string // http://ADDR from "parley listening on http://ADDR", once WaitListening saw it
+	Token   string // the admin token, if this start printed one
+	Stdout  *Output
+	Stderr  *Output
+	Exited  chan struct{} // closed when the process has ended
+}
+
+// Start starts cmd with its output recorded; Exited closes when it ends.
+// It is killed at the end of the test if it is still running. timeout
+// bounds every wait on it.
+func Start(t testing.TB, cmd *exec.Cmd, timeout time.Duration) *Process {
+	t.Helper()
+	p := &Process{t: t, timeout: timeout, Cmd: cmd, Stdout: NewOutput(), Stderr: NewOutput(), Exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.Stdout, p.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		cmd.Wait()
+		close(p.Exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.Exited:
+		default:
+			cmd.Process.Kill()
+			<-p.Exited
+		}
+	})
+	return p
+}
+
+// WaitListening waits until a "parley serve" prints its address, which
+// becomes URL, and takes the admin token it printed, if any, as Token. It
+// fails the test if the process ends first or the timeout passes.
+func (p *Process) WaitListening() {
+	p.t.Helper()
+	l, ok := p.Stdout.WaitLine("parley listening on http://", p.Exited, p.timeout)
+	if !ok {
+		p.t.Fatalf("serve printed no address\nstdout:\n%s\nstderr:\n%s", p.Stdout, p.Stderr)
+	}
+	p.URL = strings.TrimPrefix(l, "parley listening on ")
+	if l, ok := p.Stdout.Line("admin token: "); ok {
+		p.Token = strings.TrimPrefix(l, "admin token: ")
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to end, returning its exit
+// code.
+func (p *Process) Stop() int {
+	p.t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("SIGTERM: %v", err)
+	}
+	return p.Wait()
+}
+
+// Wait waits for the process to end and returns its exit code.
+func (p *Process) Wait() int {
+	p.t.Helper()
+	select {
+	case <-p.Exited:
+	case <-time.After(p.timeout):
+		p.t.Fatalf("%s did not exit within %s\nstderr:\n%s", filepath.Base(p.Cmd.Path), p.timeout, p.Stderr)
+	}
+	return p.Cmd.ProcessState.ExitCode()
 }

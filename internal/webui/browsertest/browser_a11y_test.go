@@ -64,7 +64,7 @@ func TestBrowserAccessibleApproval(t *testing.T) {
 	if got := eval[string](b, announced); got != "" {
 		t.Errorf("opening a chat announces %q", got)
 	}
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"message": "what time is it in Paris and Tokyo?"}`); code != http.StatusAccepted {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"message": "what time is it in Paris and Tokyo?"}`); code != http.StatusAccepted {
 		t.Fatalf("post message: %d %s", code, body)
 	}
 	first, second := callForm("approval", "call_k1"), callForm("approval", "call_k2")

@@ -177,7 +177,7 @@ func TestBrowserInterruptAndRetry(t *testing.T) {
 	b.visible("#chat-error")
 	b.waitStatus("error")
 	b.waitText("the error says what failed", "#chat-error .error-message", `t.includes("the fake refuses this request")`)
-	code, body := get(t, u.url+"/api/v1/chats/"+id, u.token)
+	code, body := get(t, u.URL+"/api/v1/chats/"+id, u.Token)
 	var c chat.Chat
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil || c.LastError == nil || c.LastError.Kind == "" {
 		t.Fatalf("the chat through the API: %d %s", code, body)

@@ -69,8 +69,8 @@ func TestBrowserTokensAndSources(t *testing.T) {
 	admin.visible("#token-new")
 	secret := eval[string](admin, `document.querySelector("#token-secret").value`)
 	link := eval[string](admin, `document.querySelector("#token-link").value`)
-	if !strings.HasPrefix(secret, "prl_") || link != u.url+"/#token="+secret {
-		t.Fatalf("the new token %q and its link %q; want prl_… and %s/#token=<token>", secret, link, u.url)
+	if !strings.HasPrefix(secret, "prl_") || link != u.URL+"/#token="+secret {
+		t.Fatalf("the new token %q and its link %q; want prl_… and %s/#token=<token>", secret, link, u.URL)
 	}
 	if got := admin.text("#token-new-owner"); got != "bob" {
 		t.Errorf("the new token is said to be %q's, want bob's", got)
@@ -80,7 +80,7 @@ func TestBrowserTokensAndSources(t *testing.T) {
 	// Copy: the page may write the clipboard once granted.
 	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(admin.ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-			Permission: &cdpbrowser.PermissionDescriptor{Name: perm}, Setting: cdpbrowser.PermissionSettingGranted, Origin: u.url,
+			Permission: &cdpbrowser.PermissionDescriptor{Name: perm}, Setting: cdpbrowser.PermissionSettingGranted, Origin: u.URL,
 			BrowserContextID: chromedp.FromContext(admin.ctx).BrowserContextID}); err != nil {
 			t.Fatalf("grant %s: %v", perm, err)
 		}
@@ -95,7 +95,7 @@ func TestBrowserTokensAndSources(t *testing.T) {
 	// Bob, on a browser of his own, pastes the link into the sign-in form.
 	bob := newBrowser(t, desktop)
 	bob.allow(`status of 401`) // the revoked token's last request
-	bob.navigate(u.url + "/")
+	bob.navigate(u.URL + "/")
 	bob.visible("#login-token")
 	bob.replaceValue("#login-token", link)
 	bob.click(`#login button[type="submit"]`)

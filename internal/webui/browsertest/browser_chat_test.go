@@ -57,14 +57,14 @@ func TestBrowserLoginAndLiveList(t *testing.T) {
 	u := startUI(t)
 	b := newBrowser(t, desktop)
 
-	if !strings.Contains(u.link, "#token="+u.token) {
+	if !strings.Contains(u.link, "#token="+u.Token) {
 		t.Errorf("the sign-in link %q does not carry the admin token", u.link)
 	}
 	b.signIn(u)
 	if hash := eval[string](b, `location.hash`); strings.Contains(hash, "token") {
 		t.Errorf("after sign-in the address bar's fragment is %q, still with the token", hash)
 	}
-	if href := eval[string](b, `location.href`); strings.Contains(href, u.token) {
+	if href := eval[string](b, `location.href`); strings.Contains(href, u.Token) {
 		t.Errorf("after sign-in the address bar holds the token: %s", href)
 	}
 	hist, err := chromedp.Run(b.ctx, chromedp.NavigationEntries())
@@ -75,7 +75,7 @@ func TestBrowserLoginAndLiveList(t *testing.T) {
 		t.Error("the browser has no history entry")
 	}
 	for _, e := range hist.Entries {
-		if strings.Contains(e.URL, u.token) {
+		if strings.Contains(e.URL, u.Token) {
 			t.Errorf("the browser's history keeps the token: %s", e.URL)
 		}
 	}
@@ -130,7 +130,7 @@ func TestBrowserLoginForm(t *testing.T) {
 	// The refused token's request: the browser logs the 401 itself.
 	b.allow(`^browser log \(network, error\): Failed to load resource: the server responded with a status of 401 `)
 
-	b.navigate(u.url + "/")
+	b.navigate(u.URL + "/")
 	b.visible("form#login")
 	b.visible("#login-token")
 	if signed := eval[string](b, `document.body.dataset.signedIn ?? ""`); signed == "true" {
@@ -152,11 +152,11 @@ func TestBrowserLoginForm(t *testing.T) {
 	b.screenshot("login-refused-phone")
 
 	b.replaceValue("#login-token", "")
-	b.typeInto("#login-token", u.token)
+	b.typeInto("#login-token", u.Token)
 	b.click(`form#login button[type=submit]`)
 	b.waitJS("the right token signs in", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
 	b.do("wait for the login form to go", chromedp.WaitNotVisible(chromedp.CSS("form#login")))
-	if stored := eval[string](b, `localStorage.getItem("parley.token") ?? ""`); stored != u.token {
+	if stored := eval[string](b, `localStorage.getItem("parley.token") ?? ""`); stored != u.Token {
 		t.Errorf("localStorage parley.token is %q, want the token signed in with", stored)
 	}
 	if w := eval[int](b, `document.documentElement.scrollWidth`); w > phone.width {

@@ -147,7 +147,7 @@ func TestBrowserAttachFiles(t *testing.T) {
 	}
 
 	// The history holds the message with its two file parts, as sent.
-	code, body := get(t, u.url+"/api/v1/chats/"+id+"/messages", u.token)
+	code, body := get(t, u.URL+"/api/v1/chats/"+id+"/messages", u.Token)
 	var page struct{ Messages []client.Message }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil || len(page.Messages) != 2 {
 		t.Fatalf("the chat's messages: %d %s", code, body)

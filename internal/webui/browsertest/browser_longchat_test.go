@@ -109,7 +109,7 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	gate, started = make(chan struct{}), make(chan struct{})
 	u.fake.Push(llmtest.Turn{Text: "The fourth answer.", Gate: gate, Started: started})
 	question := eval[string](b, fmt.Sprintf(`document.querySelector(%s).dataset.messageId`, jsString(userMsg)))
-	if code, body := do(t, "PATCH", u.url+"/api/v1/chats/"+id+"/messages/"+question, u.token, `{"content": "What is four plus four?"}`); code != 200 {
+	if code, body := do(t, "PATCH", u.URL+"/api/v1/chats/"+id+"/messages/"+question, u.Token, `{"content": "What is four plus four?"}`); code != 200 {
 		t.Fatalf("PATCH the question from another client: %d %s", code, body)
 	}
 	b.waitClosed("the model is asked the other client's question", started)

@@ -37,7 +37,7 @@ func (b *browser) waitListStatus(id, status string) {
 // getChat reads a chat through the API, as another client would.
 func (u *uiServer) getChat(t *testing.T, id string) chat.Chat {
 	t.Helper()
-	code, body := get(t, u.url+"/api/v1/chats/"+id, u.token)
+	code, body := get(t, u.URL+"/api/v1/chats/"+id, u.Token)
 	var c chat.Chat
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil {
 		t.Fatalf("GET chat %s: %d %s", id, code, body)
@@ -48,7 +48,7 @@ func (u *uiServer) getChat(t *testing.T, id string) chat.Chat {
 // getMessages reads a chat's whole history through the API.
 func (u *uiServer) getMessages(t *testing.T, id string) []chat.Message {
 	t.Helper()
-	code, body := get(t, u.url+"/api/v1/chats/"+id+"/messages?limit=500", u.token)
+	code, body := get(t, u.URL+"/api/v1/chats/"+id+"/messages?limit=500", u.Token)
 	var page struct {
 		Messages []chat.Message `json:"messages"`
 	}
@@ -134,7 +134,7 @@ func TestBrowserManageChats(t *testing.T) {
 	b.waitJS("the view returns to the list", `location.hash === "#/" && !document.querySelector("main#chat").checkVisibility()`,
 		`location.hash + " " + document.querySelector("main#chat").outerHTML.slice(0, 200)`)
 	b.waitListed("the deleted chat is gone from the list")
-	if code, body := get(t, u.url+"/api/v1/chats/"+plan, u.token); code != http.StatusNotFound {
+	if code, body := get(t, u.URL+"/api/v1/chats/"+plan, u.Token); code != http.StatusNotFound {
 		t.Errorf("GET of the deleted chat: %d %s, want 404", code, body)
 	}
 	b.click("#filter-archived")

@@ -45,7 +45,7 @@ func TestBrowserMCPProgress(t *testing.T) {
 		}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 		return true;
 	})()`)
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"message": "run the long operation"}`); code != http.StatusAccepted {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"message": "run the long operation"}`); code != http.StatusAccepted {
 		t.Fatalf("post message: %d %s", code, body)
 	}
 
@@ -80,7 +80,7 @@ func waitForTool(t *testing.T, u *uiServer, name string) {
 	t.Helper()
 	deadline := time.Now().Add(browserTimeout)
 	for {
-		code, body := get(t, u.url+"/api/v1/tools", u.token)
+		code, body := get(t, u.URL+"/api/v1/tools", u.Token)
 		if code == http.StatusOK && strings.Contains(body, `"name":"`+name+`"`) {
 			return
 		}

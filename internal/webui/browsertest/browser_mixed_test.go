@@ -71,7 +71,7 @@ func TestBrowserTokenLinkInPage(t *testing.T) {
 	b.signIn(u)
 	eval[bool](b, `(location.hash = "#token=prl_someone_else", true)`)
 	b.waitJS("the route follows the address", `location.hash === "#token=prl_someone_else"`, `location.hash`)
-	if got := eval[string](b, `localStorage.getItem("parley.token") ?? ""`); got != u.token {
+	if got := eval[string](b, `localStorage.getItem("parley.token") ?? ""`); got != u.Token {
 		t.Errorf("the stored token became %q after a link inside the page", got)
 	}
 	if in := eval[string](b, `document.body.dataset.signedIn`); in != "true" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // visibleAlerts is a JavaScript expression: the ids (or classes) of the
@@ -87,7 +88,7 @@ func TestBrowserAnsweredElsewhere(t *testing.T) {
 		t.Errorf("the card of the call the form answers is %q, want waiting", st)
 	}
 
-	code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/tool-results", u.token,
+	code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/tool-results", u.Token,
 		`{"results": [{"tool_call_id": "call_e1", "output": {"city": "Rome"}}]}`)
 	if code != http.StatusOK {
 		t.Fatalf("the other client's results: %d %s", code, body)
@@ -171,7 +172,7 @@ func TestBrowserQueuedAndRetryNotice(t *testing.T) {
 	if !eval[bool](b, `document.querySelector("#messages").lastElementChild.matches("li.msg.queued")`) {
 		t.Error("the queued message is not shown last")
 	}
-	code, body := get(t, u.url+"/api/v1/chats/"+id+"/queued", u.token)
+	code, body := get(t, u.URL+"/api/v1/chats/"+id+"/queued", u.Token)
 	if code != http.StatusOK || strings.Count(body, "second question") != 1 {
 		t.Errorf("GET queued: %d %s", code, body)
 	}
@@ -240,15 +241,15 @@ func (b *browser) waitConnections(state string) {
 // server it replaces must have ended; startUI's cleanup stops the new one.
 func (u *uiServer) restart(t *testing.T, addr string) {
 	t.Helper()
-	s := startProcess(t, command(u.dir, u.env, append(append([]string{"serve"}, u.args...), "--listen", addr)...))
-	s.token = u.token
+	s := parleybin.Start(t, command(u.dir, u.env, append(append([]string{"serve"}, u.args...), "--listen", addr)...), deadline)
+	s.Token = u.Token
 	u.server = s
-	l, ok := s.stdout.WaitLine("parley listening on http://", s.exited, deadline)
+	l, ok := s.Stdout.WaitLine("parley listening on http://", s.Exited, deadline)
 	if !ok {
-		t.Fatalf("the restarted serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
+		t.Fatalf("the restarted serve printed no address\nstdout:\n%s\nstderr:\n%s", s.Stdout, s.Stderr)
 	}
-	if s.url = strings.TrimPrefix(l, "parley listening on "); s.url != "http://"+addr {
-		t.Fatalf("the restarted serve listens on %s, want http://%s", s.url, addr)
+	if s.URL = strings.TrimPrefix(l, "parley listening on "); s.URL != "http://"+addr {
+		t.Fatalf("the restarted serve listens on %s, want http://%s", s.URL, addr)
 	}
 }
 
@@ -271,9 +272,9 @@ func TestBrowserReconnects(t *testing.T) {
 	b.waitConnections("connected")
 	eval[chromedp.Void](b, `window.__sameDocument = true`)
 
-	addr := strings.TrimPrefix(u.url, "http://")
-	if code := u.stop(); code != 0 {
-		t.Fatalf("serve exited %d after SIGTERM\nstderr:\n%s", code, u.stderr)
+	addr := strings.TrimPrefix(u.URL, "http://")
+	if code := u.Stop(); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM\nstderr:\n%s", code, u.Stderr)
 	}
 	b.waitConnections("connecting")
 	b.screenshot("reconnecting")
@@ -281,7 +282,7 @@ func TestBrowserReconnects(t *testing.T) {
 	b.waitConnections("connected")
 
 	u.fake.Push(llmtest.Turn{Text: "the answer after the restart"})
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"message": "after"}`); code != http.StatusAccepted {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"message": "after"}`); code != http.StatusAccepted {
 		t.Fatalf("POST message after the restart: %d %s", code, body)
 	}
 	b.waitAnyText("the answer after the restart shows", answerText, "the answer after the restart")

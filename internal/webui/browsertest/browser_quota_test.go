@@ -32,7 +32,7 @@ func TestBrowserBudget(t *testing.T) {
 			"input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]}`)
 	b.openChat(u, id)
 	b.waitStatus("requires_action")
-	code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/tool-results", u.token,
+	code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/tool-results", u.Token,
 		`{"results": [{"tool_call_id": "call_b1", "output": "found"}]}`)
 	if code != http.StatusOK {
 		t.Fatalf("post the tool result: %d %s", code, body)
@@ -41,7 +41,7 @@ func TestBrowserBudget(t *testing.T) {
 	b.waitText("the stop is named plainly", "#chat-error .error-kind", `t.trim() === "Budget reached"`)
 	b.waitText("the stop says when the budget resets", "#chat-error .error-message", `t.includes("resets")`)
 	b.visible("#retry")
-	code, body = get(t, u.url+"/api/v1/chats/"+id, u.token)
+	code, body = get(t, u.URL+"/api/v1/chats/"+id, u.Token)
 	var c chat.Chat
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &c) != nil || c.LastError == nil || c.LastError.Kind != "spend_limit" {
 		t.Fatalf("the chat through the API: %d %s", code, body)
@@ -91,7 +91,7 @@ func TestBrowserBudget(t *testing.T) {
 	}
 
 	// Another owner's limits.
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/tokens", u.token, `{"owner": "bob"}`); code != http.StatusCreated {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/tokens", u.Token, `{"owner": "bob"}`); code != http.StatusCreated {
 		t.Fatalf("create bob's token: %d %s", code, body)
 	}
 	b.replaceValue("#usage-owner", "bob")
@@ -116,7 +116,7 @@ type ownerQuotas struct {
 // quotas reads an owner's quotas through the API.
 func (u *uiServer) quotas(t *testing.T, owner string) ownerQuotas {
 	t.Helper()
-	code, body := get(t, u.url+"/api/v1/owners/"+owner+"/quotas", u.token)
+	code, body := get(t, u.URL+"/api/v1/owners/"+owner+"/quotas", u.Token)
 	var q ownerQuotas
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &q) != nil {
 		t.Fatalf("GET %s's quotas: %d %s", owner, code, body)

@@ -95,7 +95,7 @@ func TestBrowserFollowsNewContent(t *testing.T) {
 	eval[chromedp.Void](b, `document.querySelector("#chat-scroll").scrollTop = 200`)
 	b.waitJS("the view stops following", `document.querySelector("#chat-scroll").dataset.following === "false"`,
 		`document.querySelector("#chat-scroll").dataset.following ?? "(unset)"`)
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/approvals", u.token,
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/approvals", u.Token,
 		`{"decisions": [{"tool_call_id": "call_f1", "approve": true}]}`); code != http.StatusOK {
 		t.Fatalf("approve: %d %s", code, body)
 	}
@@ -176,7 +176,7 @@ end}
 	)
 	id := u.createChat(t, `{"title": "long lines"}`)
 	b.openChat(u, id)
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"message": "show me"}`); code != http.StatusAccepted {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"message": "show me"}`); code != http.StatusAccepted {
 		t.Fatalf("post message: %d %s", code, body)
 	}
 	b.waitAnyText("the answer shows", answerText, "That is all.")

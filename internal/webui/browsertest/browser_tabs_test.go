@@ -112,7 +112,7 @@ func (b *browser) waitConnected() {
 func TestBrowserSevenTabs(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
-	proxy := newStreamCounter(t, u.url)
+	proxy := newStreamCounter(t, u.URL)
 	first := newBrowser(t, desktop)
 
 	chats := []string{
@@ -120,7 +120,7 @@ func TestBrowserSevenTabs(t *testing.T) {
 		u.createChat(t, `{"title": "second of two"}`),
 	}
 	want := 2 // the feed and the chats' multiplexed stream
-	first.navigate(proxy.URL + "/#token=" + u.token)
+	first.navigate(proxy.URL + "/#token=" + u.Token)
 	first.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
 	tabs := []*browser{first}
 	for len(tabs) < 7 {
@@ -148,7 +148,7 @@ func TestBrowserSevenTabs(t *testing.T) {
 		gate, started := make(chan struct{}), make(chan struct{})
 		answer := fmt.Sprintf("the answer of chat %d, streamed to every tab", n+1)
 		u.fake.Push(llmtest.Turn{Text: answer, ChunkSize: 4, Gate: gate, GateAfter: 4, Started: started})
-		if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"content": "hello, tabs"}`); code != http.StatusAccepted {
+		if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"content": "hello, tabs"}`); code != http.StatusAccepted {
 			t.Fatalf("post a message: %d %s", code, body)
 		}
 		first.waitClosed("the model is called", started)
@@ -222,9 +222,9 @@ func TestBrowserTenTabsTenChats(t *testing.T) {
 	for i := range 10 {
 		chats = append(chats, u.createChat(t, fmt.Sprintf(`{"title": "chat %d of ten"}`, i+1)))
 	}
-	proxy := newStreamCounter(t, u.url)
+	proxy := newStreamCounter(t, u.URL)
 	first := newBrowser(t, desktop)
-	first.navigate(proxy.URL + "/#token=" + u.token)
+	first.navigate(proxy.URL + "/#token=" + u.Token)
 	first.waitJS("the UI signed in with the link's token", `document.body.dataset.signedIn === "true"`, `document.body.dataset.signedIn`)
 	tabs := []*browser{first}
 	for len(tabs) < len(chats) {
@@ -246,7 +246,7 @@ func TestBrowserTenTabsTenChats(t *testing.T) {
 	// Every tab still follows its chat: a message sent elsewhere shows.
 	for i, id := range chats {
 		u.fake.Push(llmtest.Turn{Text: fmt.Sprintf("the second answer in chat %d", i+1)})
-		if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"content": "again"}`); code != http.StatusAccepted {
+		if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"content": "again"}`); code != http.StatusAccepted {
 			t.Fatalf("post a message: %d %s", code, body)
 		}
 		tabs[i].waitAnyText("the answer to a message sent elsewhere arrives", answerText, fmt.Sprintf("the second answer in chat %d", i+1))

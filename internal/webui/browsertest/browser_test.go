@@ -494,32 +494,32 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	env := []string{fakeKeyEnv + "=test-key"}
 	args := []string{"--config", path, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
-	if s.token == "" {
-		t.Fatalf("serve printed no admin token\nstdout:\n%s", s.stdout)
+	if s.Token == "" {
+		t.Fatalf("serve printed no admin token\nstdout:\n%s", s.Stdout)
 	}
-	l, ok := s.stdout.WaitLine("web UI: ", s.exited, deadline)
+	l, ok := s.Stdout.WaitLine("web UI: ", s.Exited, deadline)
 	if !ok {
-		t.Fatalf("serve printed no web UI link\nstdout:\n%s", s.stdout)
+		t.Fatalf("serve printed no web UI link\nstdout:\n%s", s.Stdout)
 	}
 	u := &uiServer{server: s, fake: fake, link: strings.TrimPrefix(l, "web UI: "), dir: dir, env: env, args: args}
 	t.Cleanup(func() {
 		s := u.server // the one running now: a test may have started serve again
 		select {
-		case <-s.exited:
+		case <-s.Exited:
 			return // a failed start; its own cleanup reports nothing more
 		default:
 		}
 		// A restarted serve has no cleanup of its own that kills it.
 		defer func() {
 			select {
-			case <-s.exited:
+			case <-s.Exited:
 			default:
-				s.cmd.Process.Kill()
-				<-s.exited
+				s.Cmd.Process.Kill()
+				<-s.Exited
 			}
 		}()
-		if code := s.stop(); code != 0 {
-			t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.stderr)
+		if code := s.Stop(); code != 0 {
+			t.Errorf("serve exited %d after SIGTERM\nstderr:\n%s", code, s.Stderr)
 		}
 	})
 	return u
@@ -531,7 +531,7 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 // expect.
 func (u *uiServer) createChat(t *testing.T, body string) string {
 	t.Helper()
-	code, res := do(t, http.MethodPost, u.url+"/api/v1/chats", u.token, body)
+	code, res := do(t, http.MethodPost, u.URL+"/api/v1/chats", u.Token, body)
 	var c chat.Chat
 	if code != http.StatusCreated || json.Unmarshal([]byte(res), &c) != nil || c.ID == "" {
 		t.Fatalf("create chat %s: %d %s", body, code, res)
@@ -540,7 +540,7 @@ func (u *uiServer) createChat(t *testing.T, body string) string {
 }
 
 // chatURL is the UI's address of a chat.
-func (u *uiServer) chatURL(id string) string { return u.url + "/#/chats/" + id }
+func (u *uiServer) chatURL(id string) string { return u.URL + "/#/chats/" + id }
 
 // signIn loads the sign-in link and waits until the UI is signed in.
 func (b *browser) signIn(u *uiServer) {

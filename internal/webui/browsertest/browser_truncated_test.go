@@ -29,7 +29,7 @@ func TestBrowserTruncatedResult(t *testing.T) {
 	)
 	id := u.createChat(t, `{"title": "truncated"}`)
 	b.openChat(u, id)
-	if code, body := do(t, http.MethodPost, u.url+"/api/v1/chats/"+id+"/messages", u.token, `{"message": "call big"}`); code != http.StatusAccepted {
+	if code, body := do(t, http.MethodPost, u.URL+"/api/v1/chats/"+id+"/messages", u.Token, `{"message": "call big"}`); code != http.StatusAccepted {
 		t.Fatalf("post message: %d %s", code, body)
 	}
 	b.waitAnyText("the answer shows", answerText, "That was long.")

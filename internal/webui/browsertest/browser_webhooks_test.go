@@ -50,7 +50,7 @@ func TestBrowserWebhooks(t *testing.T) {
 	// A title change arrives at the receiver and in the list.
 	b.click("#webhook-list .deliveries summary")
 	id := u.createChat(t, `{"title": "before"}`)
-	retitle(t, u.url, u.token, id, "after")
+	retitle(t, u.URL, u.Token, id, "after")
 	evs := rc.waitEvents(1, 10*time.Second)
 	if e := evs[0].body; e.Type != "chat.title_changed" || e.Data.ID != id || e.Data.Title != "after" {
 		t.Fatalf("the receiver got %+v", e)

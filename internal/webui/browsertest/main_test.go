@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,15 +54,7 @@ func command(dir string, env []string, args ...string) *exec.Cmd {
 }
 
 // server is a running "parley serve".
-type server struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	url    string // http://ADDR from "parley listening on http://ADDR"
-	token  string // the admin token, if this start printed one
-	stdout *output
-	stderr *output
-	exited chan struct{} // closed when the process has ended
-}
+type server = parleybin.Process
 
 // output is a process's output, which a test can wait on line by line.
 type output = parleybin.Output
@@ -73,55 +64,9 @@ type output = parleybin.Output
 // the test if it is still running.
 func startServe(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
-	s := startProcess(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...))
-	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-	})
-	l, ok := s.stdout.WaitLine("parley listening on http://", s.exited, deadline)
-	if !ok {
-		t.Fatalf("serve printed no address\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
-	}
-	s.url = strings.TrimPrefix(l, "parley listening on ")
-	if l, ok := s.stdout.Line("admin token: "); ok {
-		s.token = strings.TrimPrefix(l, "admin token: ")
-	}
+	s := parleybin.Start(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...), deadline)
+	s.WaitListening()
 	return s
-}
-
-// startProcess starts cmd with its output recorded; s.exited closes when
-// it ends.
-func startProcess(t *testing.T, cmd *exec.Cmd) *server {
-	t.Helper()
-	s := &server{t: t, cmd: cmd, stdout: parleybin.NewOutput(), stderr: parleybin.NewOutput(), exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		cmd.Wait()
-		close(s.exited)
-	}()
-	return s
-}
-
-// stop sends SIGTERM and waits (within deadline) for the process to end,
-// returning its exit code.
-func (s *server) stop() int {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		s.t.Fatalf("SIGTERM: %v", err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(deadline):
-		s.t.Fatalf("serve did not exit within %s\nstderr:\n%s", deadline, s.stderr)
-	}
-	return s.cmd.ProcessState.ExitCode()
 }
 
 // checkHistories runs the history invariant over a SQLite database a
