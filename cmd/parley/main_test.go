@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/store/sqlite"
-	"github.com/parleyhq/parley/internal/testutil/invariant"
 	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
@@ -94,7 +90,7 @@ func launchServe(t *testing.T, dir string, env []string, args ...string) *server
 	// Registered first, so it runs last: once the process has ended, the
 	// histories it wrote are checked.
 	if db := sqlitePath(dir, env, args); db != "" {
-		t.Cleanup(func() { checkHistories(t, db) })
+		t.Cleanup(func() { parleybin.CheckHistories(t, db) })
 	}
 	return parleybin.Start(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...), deadline)
 }
@@ -129,21 +125,6 @@ func sqlitePath(dir string, env []string, args []string) string {
 	return filepath.Join(dataDir, "parley.db")
 }
 
-// checkHistories runs the history invariant over a SQLite database a server
-// left behind (none if it never created one).
-func checkHistories(t *testing.T, path string) {
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Errorf("open %s for the history check: %v", path, err)
-		return
-	}
-	defer st.Close()
-	invariant.Check(t, st)
-}
-
 // get sends GET url with the bearer token (none if "") and returns the
 // status and body.
 func get(t *testing.T, url, token string) (int, string) {
@@ -154,29 +135,5 @@ func get(t *testing.T, url, token string) (int, string) {
 // do sends a request with an optional JSON body and returns status and body.
 func do(t *testing.T, method, url, token, body string) (int, string) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	c := &http.Client{Timeout: deadline}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, url, err)
-	}
-	return resp.StatusCode, string(b)
+	return parleybin.Do(t, method, url, token, body, deadline)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/nodetest"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // nodeEvent is an event the Node receiver accepted.
@@ -56,7 +57,7 @@ func TestWebhooksNodeVerifier(t *testing.T) {
 	)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	cfg := fakeModelConfig(t, dir, fake.URL, webhooksConfig)
 	s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 

@@ -15,6 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // webhooksConfig lets serve deliver to the tests' receivers on 127.0.0.1
@@ -280,7 +281,7 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
   allow_private: true
   timeout: 1s
@@ -344,7 +345,7 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	// Registered before the servers' own cleanups, so it runs after them.
-	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	// The first retry comes 2 s after a failed attempt: the kill and the
 	// restart happen meanwhile.
 	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/testutil/notice"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
 // The browser tests drive the web UI of a real "parley serve" in headless
@@ -490,7 +491,7 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	path := fakeModelConfig(t, dir, fake.URL, strings.Join(extraConfig, ""))
 	dataDir := filepath.Join(dir, "data")
 	// Registered before the server's own cleanup, so it runs after it.
-	t.Cleanup(func() { checkHistories(t, filepath.Join(dataDir, "parley.db")) })
+	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	env := []string{fakeKeyEnv + "=test-key"}
 	args := []string{"--config", path, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)

@@ -1,23 +1,19 @@
 // Package browsertest drives the web UI in headless Chromium against a
-// real "parley serve", built once for the package, whose only model is an
+// real "parley serve" (the binary parleybin builds once for every package),
+// whose only model is an
 // OpenAI-compatible fake. The tests need PARLEY_TEST_CHROMIUM (the
 // browser's path); without it they are skipped (in CI they fail).
 package browsertest
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/store/sqlite"
-	"github.com/parleyhq/parley/internal/testutil/invariant"
 	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
@@ -69,21 +65,6 @@ func startServe(t *testing.T, dir string, env []string, args ...string) *server 
 	return s
 }
 
-// checkHistories runs the history invariant over a SQLite database a
-// server left behind (none if it never created one).
-func checkHistories(t *testing.T, path string) {
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Errorf("open %s for the history check: %v", path, err)
-		return
-	}
-	defer st.Close()
-	invariant.Check(t, st)
-}
-
 // fakeKeyEnv is the variable that holds the fake model's API key.
 const fakeKeyEnv = "FAKE_OPENAI_KEY"
 
@@ -117,29 +98,5 @@ func get(t *testing.T, url, token string) (int, string) {
 // do sends a request with an optional JSON body and returns status and body.
 func do(t *testing.T, method, url, token, body string) (int, string) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	c := &http.Client{Timeout: deadline}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, url, err)
-	}
-	return resp.StatusCode, string(b)
+	return parleybin.Do(t, method, url, token, body, deadline)
 }
