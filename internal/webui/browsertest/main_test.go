@@ -1,8 +1,8 @@
 // Package browsertest drives the web UI in headless Chromium against a
 // real "parley serve" (the binary parleybin builds once for every package),
-// whose only model is an
-// OpenAI-compatible fake. The tests need PARLEY_TEST_CHROMIUM (the
-// browser's path); without it they are skipped (in CI they fail).
+// whose only model is an OpenAI-compatible fake. The tests need
+// PARLEY_TEST_CHROMIUM (the browser's path); without it they are skipped
+// (in CI they fail).
 package browsertest
 
 import (
