@@ -21,7 +21,19 @@ type Chat struct {
 	Tools          ToolGlobs       `json:"tools"` // the server-side tools offered (ToolGlobs.Selects)
 	// Approve names server-side tools whose calls wait for a person's
 	// decision in this chat, on top of those the server's policy requires.
-	Approve   ToolGlobs         `json:"approve"`
+	Approve ToolGlobs `json:"approve"`
+	// Agent and AgentVersion name the stored agent the chat was made from
+	// and the version of it the chat runs (empty and 0: none). The chat's
+	// own fields hold the values it really runs with.
+	Agent        string `json:"agent,omitempty"`
+	AgentVersion int    `json:"agent_version,omitempty"`
+	// ResponseFormat asks each turn's final answer as JSON valid against a
+	// schema, unless the message that started the turn asked for its own;
+	// nil: free text.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Output is the last turn's structured output: the JSON of its
+	// PartOutput, filled by reads that show one chat (not stored here).
+	Output    json.RawMessage   `json:"output,omitempty"`
 	Labels    map[string]string `json:"labels"`
 	Archived  bool              `json:"archived"`
 	LastError *ChatError        `json:"last_error"`

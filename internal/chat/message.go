@@ -55,6 +55,11 @@ const (
 	// Name; URL instead names an image on the web that the provider fetches
 	// (parley never does).
 	PartFile = "file"
+	// PartOutput is a turn's structured output: the final answer's JSON,
+	// valid against the turn's format, in the assistant message beside the
+	// text it was read from. The model never sees it (the text says the
+	// same).
+	PartOutput = "output"
 )
 
 // Where a compaction came from (Part.Source).
@@ -96,6 +101,9 @@ type Part struct {
 	Name      string `json:"name,omitempty"`
 	URL       string `json:"url,omitempty"`
 	Data      []byte `json:"-"`
+
+	// JSON is a PartOutput's value.
+	JSON json.RawMessage `json:"json,omitempty"`
 }
 
 // Decision is who decided what of a call that needed approval.
@@ -172,6 +180,11 @@ func (p Part) MarshalJSON() ([]byte, error) {
 			Name      string `json:"name,omitempty"`
 			URL       string `json:"url,omitempty"`
 		}{p.Type, p.FileID, p.MediaType, p.Name, p.URL})
+	case PartOutput:
+		return json.Marshal(struct {
+			Type string          `json:"type"`
+			JSON json.RawMessage `json:"json"`
+		}{p.Type, p.JSON})
 	default:
 		return json.Marshal(struct {
 			Type string `json:"type"`
