@@ -38,6 +38,12 @@ type NewChat struct {
 	Approve chat.ToolGlobs `json:"approve"`
 	// ToolResultTimeout is a Go duration ("10m"); "" means the server's default.
 	ToolResultTimeout string `json:"tool_result_timeout"`
+	// Agent names a stored agent the chat starts from: its current version
+	// gives every field the request leaves out.
+	Agent string `json:"agent"`
+	// ResponseFormat asks each turn's final answer as JSON valid against a
+	// schema (structured output); nil leaves the agent's, or free text.
+	ResponseFormat *chat.ResponseFormat `json:"response_format"`
 }
 
 // Created is a chat just created, with what the server noticed about the
