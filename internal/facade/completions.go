@@ -27,15 +27,20 @@ type target struct {
 	chat     chat.Chat
 	baseline int64 // the last message before the run
 	start    func(ctx context.Context) error
+	// structured says the run's answer has a response format: its text is
+	// the final answer's JSON alone (structuredStep).
+	structured bool
 }
 
 // chatCompletions serves POST /v1/chat/completions.
 func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req completionRequest
-	if err := f.readRequest(w, r, &req); err != nil {
+	use, err := f.readRequest(w, r, owner, &req)
+	if err != nil {
 		return err
 	}
-	cv, err := req.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(req.Model))
+	req.use = use
+	cv, err := req.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(use.Model))
 	if err != nil {
 		return err
 	}
@@ -53,7 +58,7 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 	if req.Stream {
 		return f.streamRun(w, r, owner, tg, resp)
 	}
-	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg, nil)
 	if err != nil {
 		return err
 	}
@@ -92,7 +97,11 @@ func (f *Facade) target(ctx context.Context, owner string, req *completionReques
 			return target{}, err
 		}
 		if ok {
-			return f.continueChat(ctx, owner, c, cv.Results, key)
+			// The results go on with the turn they answer, in the format
+			// it started with.
+			tg, err := f.continueChat(ctx, owner, c, cv.Results, key)
+			tg.structured = c.ResponseFormat != nil || req.format != nil
+			return tg, err
 		}
 	}
 	return f.newChat(ctx, owner, req, cv, key)
@@ -115,11 +124,20 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 		}
 	}
 	in := service.NewChat{
-		Model:        req.Model,
-		SystemPrompt: cv.System,
-		Title:        title(cv.History, f.cfg.Limits.Chat().MaxTitleBytes),
-		Labels:       map[string]string{labelAPI: labelAPIValue},
-		DynamicTools: tools,
+		Model:          req.use.Model,
+		SystemPrompt:   cv.System,
+		Title:          title(cv.History, f.cfg.Limits.Chat().MaxTitleBytes),
+		Labels:         map[string]string{labelAPI: labelAPIValue},
+		DynamicTools:   tools,
+		ResponseFormat: req.format,
+	}
+	if req.use.Agent != "" {
+		// The agent gives what the request leaves out: its model, and
+		// its functions unless the request declares its own.
+		in.Agent, in.Model = req.use.Agent, ""
+		if len(tools) == 0 {
+			in.DynamicTools = nil
+		}
 	}
 	if req.apiLabel != "" {
 		in.Labels[labelAPI] = req.apiLabel
@@ -138,6 +156,9 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 		if errors.As(err, &ve) && ve.Field == "labels" {
 			return target{}, invalid("user", "%s", ve.Message)
 		}
+		if errors.As(err, &ve) && ve.Field == "agent" {
+			return target{}, modelNotFound(req.Model) // deleted since the request was read
+		}
 		return target{}, err
 	}
 	id := created.Chat.ID
@@ -145,7 +166,8 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 		_, err := f.svc.StartChat(ctx, owner, id)
 		return err
 	}
-	return target{chat: created.Chat, baseline: msgs[len(msgs)-1].ID, start: start}, nil
+	return target{chat: created.Chat, baseline: msgs[len(msgs)-1].ID, start: start,
+		structured: created.Chat.ResponseFormat != nil || req.format != nil}, nil
 }
 
 // titlePrefix starts the title of every facade chat. A title of the

@@ -55,11 +55,17 @@ func invalid(param, format string, args ...any) *apiError {
 	return e
 }
 
-// modelNotFound is OpenAI's answer for a model it does not serve.
+// modelNotFound is OpenAI's answer for a model it does not serve: a name
+// that is neither a configured model nor "agent:<name>" of an agent the
+// owner may run.
 func modelNotFound(name string) *apiError {
 	p := "model"
+	what := "one of parley's configured models"
+	if strings.HasPrefix(name, agentPrefix) {
+		what = "an agent of yours or of parley's configuration"
+	}
 	return &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: &p, Code: "model_not_found",
-		Message: fmt.Sprintf("The model %q does not exist: it is not one of parley's configured models (GET /v1/models lists them).", name)}
+		Message: fmt.Sprintf("The model %q does not exist: it is not %s (GET /v1/models lists them).", name, what)}
 }
 
 // toAPIError maps any error a handler returns to what the client sees.

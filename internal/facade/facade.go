@@ -53,6 +53,9 @@ type Deps struct {
 	// Refused, when set, is told of every error answered; parley's API
 	// counts the refusals for an owner's quotas among them.
 	Refused func(error)
+	// Agents, when set, gives the agents a request may name as its model
+	// ("agent:<name>"); nil offers none.
+	Agents Agents
 }
 
 // Admitter refuses a request of an owner's token (its id) that is over the
@@ -85,6 +88,7 @@ type Facade struct {
 	gate      Admitter // nil: no rate limits
 	follower  *follow.Follower
 	refused   func(error) // nil: not told
+	agents    Agents      // nil: no agent is a model
 	mux       *http.ServeMux
 }
 
@@ -95,7 +99,7 @@ func New(d Deps) (*Facade, error) {
 		return nil, errors.New("facade: Config, Store, PubSub and Service are required")
 	}
 	f := &Facade{cfg: d.Config, st: d.Store, ps: d.PubSub, svc: d.Service, tools: d.Tools,
-		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, follower: d.Follower, refused: d.Refused, mux: http.NewServeMux()}
+		log: d.Logger, keepAlive: d.KeepAlive, gate: d.Gate, follower: d.Follower, refused: d.Refused, agents: d.Agents, mux: http.NewServeMux()}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}

@@ -26,7 +26,13 @@ type completionRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	User string `json:"user"`
+	User           string          `json:"user"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+
+	// use is what Model names (readRequest), format the answer's format
+	// (check): nil for free text.
+	use    runModel
+	format *chat.ResponseFormat
 
 	// apiLabel is the value of the chat's "api" label; "" is openai-chat.
 	// The Responses API maps its requests onto this one and sets it.
@@ -88,6 +94,13 @@ func (r *completionRequest) check() error {
 	}
 	if r.N != nil && *r.N != 1 {
 		return invalid("n", "parley answers with one choice: n must be 1")
+	}
+	if r.format == nil {
+		f, err := completionFormat(r.ResponseFormat)
+		if err != nil {
+			return err
+		}
+		r.format = f
 	}
 	if len(r.ToolChoice) > 0 {
 		var s string

@@ -20,9 +20,11 @@ import (
 // chat. Both run through the same driver as Chat Completions.
 func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req responsesRequest
-	if err := f.readRequest(w, r, &req); err != nil {
+	use, err := f.readRequest(w, r, owner, &req)
+	if err != nil {
 		return err
 	}
+	req.use = use
 	items, err := req.items()
 	if err != nil {
 		return err
@@ -46,7 +48,7 @@ func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string)
 	if req.Stream {
 		return f.streamResponse(w, r, owner, tg, resp)
 	}
-	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, nil)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg, nil)
 	if err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func (f *Facade) newResponse(ctx context.Context, owner string, req *responsesRe
 	if err != nil {
 		return target{}, err
 	}
-	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(cr.Model))
+	cv, err := cr.conversation(f.cfg.Limits.MaxMessageBytes, f.fileRules(cr.use.Model))
 	if err != nil {
 		return target{}, inputError(err, idx)
 	}
@@ -135,6 +137,7 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 	if err != nil {
 		return target{}, err
 	}
+	structured := c.ResponseFormat != nil || req.format != nil
 	pending := clientCalls(c)
 	if len(results) > 0 {
 		if len(pending) == 0 {
@@ -163,7 +166,7 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 			}
 			return err
 		}
-		return target{chat: c, baseline: baseline, start: start}, nil
+		return target{chat: c, baseline: baseline, start: start, structured: structured}, nil
 	}
 	if len(texts) == 0 {
 		return target{}, invalid("input", "must hold a user message or function_call_output items")
@@ -182,7 +185,7 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 		}
 		return err
 	}
-	return target{chat: c, baseline: baseline, start: start}, nil
+	return target{chat: c, baseline: baseline, start: start, structured: structured}, nil
 }
 
 // movedOn is the 409 of a continuation whose function outputs chat id

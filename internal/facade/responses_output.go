@@ -1,6 +1,7 @@
 package facade
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ type respResponder struct {
 	previous     any // the request's previous_response_id, or nil
 	client       map[string]bool
 	tools        []map[string]any // the chat's dynamic tools, in the Responses shape
+	format       map[string]any   // text.format: the answer's format
 }
 
 // responseID names the run of chat id that answers the messages up to
@@ -48,6 +50,10 @@ func newRespResponder(req *responsesRequest, c chat.Chat, baseline int64) *respR
 	if req.PreviousResponseID != "" {
 		r.previous = req.PreviousResponseID
 	}
+	r.format = map[string]any{"type": "text"}
+	if f := cmp.Or(req.format, c.ResponseFormat); f != nil {
+		r.format = map[string]any{"type": "json_schema", "name": f.JSONSchema.Name, "schema": f.JSONSchema.Schema, "strict": f.JSONSchema.Strict}
+	}
 	r.tools = []map[string]any{}
 	for _, t := range c.DynamicTools {
 		r.client[t.Name] = true
@@ -69,7 +75,7 @@ func (r *respResponder) object(status string, output []map[string]any, u *chat.U
 		"metadata": map[string]any{}, "parallel_tool_calls": true, "temperature": nil, "top_p": nil,
 		"tool_choice": "auto", "tools": r.tools, "previous_response_id": r.previous, "store": true,
 		"background": false, "truncation": "disabled", "max_output_tokens": nil,
-		"text": map[string]any{"format": map[string]any{"type": "text"}}, "usage": nil,
+		"text": map[string]any{"format": r.format}, "usage": nil,
 	}
 	if u != nil {
 		o["usage"] = map[string]any{

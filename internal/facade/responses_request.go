@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // labelResponses is the "api" label of the chats of the Responses API.
@@ -28,6 +30,17 @@ type responsesRequest struct {
 	Temperature        *float64        `json:"temperature"`
 	MaxOutputTokens    *int64          `json:"max_output_tokens"`
 	User               string          `json:"user"`
+	Text               *respText       `json:"text"`
+
+	// use is what Model names (readRequest), format the answer's format
+	// (check): nil for free text.
+	use    runModel
+	format *chat.ResponseFormat
+}
+
+// respText is a Responses request's text options: the answer's format.
+type respText struct {
+	Format json.RawMessage `json:"format"`
 }
 
 // respTool is a tool in the Responses shape: a function's fields at the
@@ -62,6 +75,11 @@ func (r *responsesRequest) check() error {
 	if r.Background {
 		return invalid("background", "parley does not run responses in the background: every request waits for its run (which goes on if the client leaves)")
 	}
+	f, err := responsesFormat(r.Text)
+	if err != nil {
+		return err
+	}
+	r.format = f
 	return nil
 }
 
@@ -93,7 +111,7 @@ func (r *responsesRequest) items() ([]inputItem, error) {
 // checks and mapping to a chat's history parley shares: idx maps each of
 // its messages back to the input item it came from.
 func (r *responsesRequest) completion(items []inputItem) (*completionRequest, []int, error) {
-	cr := &completionRequest{Model: r.Model, ToolChoice: r.ToolChoice, User: r.User, apiLabel: labelResponses}
+	cr := &completionRequest{Model: r.Model, ToolChoice: r.ToolChoice, User: r.User, apiLabel: labelResponses, use: r.use, format: r.format}
 	if err := cr.check(); err != nil {
 		return nil, nil, err
 	}

@@ -81,10 +81,14 @@ func textOf(m chat.Message) string {
 // client went away), the run goes on, and a later request continues from
 // it. baseline is the id of the last message before the run; obs may be
 // nil.
-func (f *Facade) runUntilAnswer(ctx context.Context, owner, id string, baseline int64, start func(context.Context) error, obs observer) (outcome, error) {
-	v := &runView{f: f, ctx: ctx, baseline: baseline, obs: obs}
-	o := follow.Options{After: baseline, Poll: pollInterval, Start: func(ctx context.Context) (int64, error) {
-		if err := start(ctx); err != nil {
+//
+// A structured run (tg.structured) shows its client only the final
+// answer's JSON as text: obs gets none of the text deltas and no message
+// until the answer is ready, then every step as structuredStep shows it.
+func (f *Facade) runUntilAnswer(ctx context.Context, owner string, tg target, obs observer) (outcome, error) {
+	v := &runView{f: f, ctx: ctx, baseline: tg.baseline, obs: obs, structured: tg.structured}
+	o := follow.Options{After: tg.baseline, Poll: pollInterval, Start: func(ctx context.Context) (int64, error) {
+		if err := tg.start(ctx); err != nil {
 			return 0, err
 		}
 		if obs != nil {
@@ -95,7 +99,7 @@ func (f *Facade) runUntilAnswer(ctx context.Context, owner, id string, baseline 
 	if obs != nil {
 		o.KeepAlive = f.keepAlive
 	}
-	err := f.follower.Follow(ctx, owner, id, v, o)
+	err := f.follower.Follow(ctx, owner, tg.chat.ID, v, o)
 	if errors.Is(err, errAnswered) {
 		return v.out, v.err
 	}
@@ -116,15 +120,17 @@ type runView struct {
 	ctx      context.Context
 	baseline int64
 	obs      observer
-	out      outcome
-	err      error
+	// structured holds back text and messages until the answer is ready.
+	structured bool
+	out        outcome
+	err        error
 }
 
 func (v *runView) Chat(c chat.Chat) error {
 	if !answerReady(c) {
 		return nil
 	}
-	v.out, v.err = v.f.finish(v.ctx, c, v.baseline, v.obs)
+	v.out, v.err = v.f.finish(v.ctx, c, v.baseline, v.structured, v.obs)
 	return errAnswered
 }
 
@@ -132,13 +138,27 @@ func (v *runView) Event(ev events.ChatEvent) error {
 	if v.obs == nil {
 		return nil
 	}
-	switch ev.Kind {
-	case events.KindPart:
+	switch {
+	case ev.Kind == events.KindPart && v.structured:
+		return v.obs.parts(withoutText(ev.Parts))
+	case ev.Kind == events.KindPart:
 		return v.obs.parts(ev.Parts)
-	case events.KindMessage:
+	case ev.Kind == events.KindMessage && !v.structured:
 		return v.obs.message(*ev.Message)
 	}
 	return nil
+}
+
+// withoutText is b without its text deltas.
+func withoutText(b *events.PartBatch) *events.PartBatch {
+	out := *b
+	out.Deltas = nil
+	for _, d := range b.Deltas {
+		if d.Type != events.DeltaText {
+			out.Deltas = append(out.Deltas, d)
+		}
+	}
+	return &out
 }
 
 func (v *runView) KeepAlive() error {
@@ -165,8 +185,8 @@ func answerReady(c chat.Chat) bool {
 
 // finish reads what the run wrote and sums it up; obs gets every durable
 // message of the run, so a stream ends holding all of it whatever deltas
-// it missed.
-func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs observer) (outcome, error) {
+// it missed. A structured run's steps are as structuredStep shows them.
+func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, structured bool, obs observer) (outcome, error) {
 	out := outcome{Chat: c, Baseline: baseline}
 	err := store.ForEachMessage(ctx, f.st, c.ID, baseline, func(m chat.Message) error {
 		if m.Role != chat.RoleAssistant {
@@ -177,6 +197,9 @@ func (f *Facade) finish(ctx context.Context, c chat.Chat, baseline int64, obs ob
 		}
 		if chat.IsCompaction(m) {
 			return nil // not an answer: the run summarised the conversation first
+		}
+		if structured {
+			m = structuredStep(m)
 		}
 		out.Steps = append(out.Steps, m)
 		if obs != nil {

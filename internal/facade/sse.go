@@ -22,12 +22,21 @@ func (r *completionRequest) model() string { return r.Model }
 func (r *responsesRequest) model() string  { return r.Model }
 
 // readRequest decodes a request body (at most limits.max_body_bytes, as in
-// parley's own API: 413 beyond), checks it, and checks that its model is
-// configured, answering in OpenAI's error shape.
+// parley's own API: 413 beyond), checks it, and reads its model for owner
+// (a configured model or one of the owner's agents), answering in OpenAI's
+// error shape.
 // The body is held to what parley's API takes (jsonscan): nested at most
 // jsonscan.MaxDepth deep, no string holding U+0000, whichever database
 // stores it.
-func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req requestBody) error {
+func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, owner string, req requestBody) (runModel, error) {
+	if err := f.decodeRequest(w, r, req); err != nil {
+		return runModel{}, err
+	}
+	return f.resolveModel(r.Context(), owner, req.model())
+}
+
+// decodeRequest decodes and checks a request body (readRequest).
+func (f *Facade) decodeRequest(w http.ResponseWriter, r *http.Request, req requestBody) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.Limits.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -47,13 +56,7 @@ func (f *Facade) readRequest(w http.ResponseWriter, r *http.Request, req request
 	if nul != nil {
 		return invalid(nul.Field, "%s", nul.Error())
 	}
-	if err := req.check(); err != nil {
-		return err
-	}
-	if _, ok := f.cfg.FindModel(req.model()); !ok {
-		return modelNotFound(req.model())
-	}
-	return nil
+	return req.check()
 }
 
 // streamView is what one API shows of a streamed run, in its own shapes.
@@ -143,7 +146,7 @@ func (s *runStream) message(m chat.Message) error {
 // the run starts are HTTP errors; after, the view's failure events end the
 // stream.
 func (f *Facade) stream(r *http.Request, owner string, tg target, s *runStream) error {
-	out, err := f.runUntilAnswer(r.Context(), owner, tg.chat.ID, tg.baseline, tg.start, s)
+	out, err := f.runUntilAnswer(r.Context(), owner, tg, s)
 	switch {
 	case !s.out.begun:
 		return err // nothing sent yet: an HTTP error
