@@ -212,7 +212,7 @@ func transcript(previous *Part, msgs []Message, clip int) string {
 	for _, m := range msgs {
 		for _, p := range m.Parts {
 			switch p.Type {
-			case PartText:
+			case PartText, PartOutputRepair:
 				fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, p.Text)
 			case PartFile:
 				fmt.Fprintf(&b, "[%s attached %s]\n\n", m.Role, FileLabel(p))

@@ -325,17 +325,16 @@ func historyFromCompaction(ctx context.Context, r store.Reader, id string) ([]ch
 // withContext sets c.Context from the chat's last turn, or its history
 // since its newest compaction, and its model's window; it stays nil when
 // the window is unknown.
-func (s *Service) withContext(ctx context.Context, c *chat.Chat) error {
+func (s *Service) withContext(ctx context.Context, c *chat.Chat, lastTurn []chat.Message) error {
 	m, ok := s.cfg.FindModel(c.Model)
 	if !ok || m.Window() <= 0 {
 		return nil
 	}
-	// The last turn is enough when it starts with an answer that reported
-	// its tokens (a compaction after it would start the turn instead).
-	history, err := s.st.LastTurn(ctx, c.ID)
-	if err != nil {
-		return err
-	}
+	// The last turn (store.Reader.LastTurn) is enough when it starts with
+	// an answer that reported its tokens (a compaction after it would
+	// start the turn instead).
+	history := lastTurn
+	var err error
 	if len(history) == 0 || chat.IsCompaction(history[0]) || history[0].Usage == nil || history[0].Usage.InputTokens == 0 {
 		if history, err = historyFromCompaction(ctx, s.st, c.ID); err != nil {
 			return err
