@@ -27,9 +27,9 @@ type target struct {
 	chat     chat.Chat
 	baseline int64 // the last message before the run
 	start    func(ctx context.Context) error
-	// structured says the run's answer has a response format: its text is
-	// the final answer's JSON alone (structuredStep).
-	structured bool
+	// output is the format the run's answer is in, nil for free text:
+	// with one, its text is the final answer's JSON alone (structuredStep).
+	output *chat.OutputFormat
 }
 
 // chatCompletions serves POST /v1/chat/completions.
@@ -98,9 +98,9 @@ func (f *Facade) target(ctx context.Context, owner string, req *completionReques
 		}
 		if ok {
 			// The results go on with the turn they answer, in the format
-			// it started with.
+			// it started with (the request's response_format is not read).
 			tg, err := f.continueChat(ctx, owner, c, cv.Results, key)
-			tg.structured = c.ResponseFormat != nil || req.format != nil
+			tg.output = c.TurnOutput()
 			return tg, err
 		}
 	}
@@ -167,7 +167,7 @@ func (f *Facade) newChat(ctx context.Context, owner string, req *completionReque
 		return err
 	}
 	return target{chat: created.Chat, baseline: msgs[len(msgs)-1].ID, start: start,
-		structured: created.Chat.ResponseFormat != nil || req.format != nil}, nil
+		output: created.Chat.TurnOutput()}, nil
 }
 
 // titlePrefix starts the title of every facade chat. A title of the

@@ -11,8 +11,8 @@ import (
 // any JSON object, which parley checks as it checks a schema.
 var jsonObjectFormat = chat.OutputFormat{Name: "json_object", Schema: json.RawMessage(`{"type":"object"}`)}
 
-// completionFormat reads a Chat Completions response_format: nil for none
-// or {"type": "text"}; {"type": "json_schema", "json_schema": {"name",
+// completionFormat reads a Chat Completions response_format: nil for none,
+// a "text" format for {"type": "text"}; {"type": "json_schema", "json_schema": {"name",
 // "schema", "strict"}} as it is; {"type": "json_object"} as a schema that
 // takes any object. A bad one is a 400 naming its field.
 func completionFormat(raw json.RawMessage) (*chat.ResponseFormat, error) {
@@ -27,11 +27,11 @@ func completionFormat(raw json.RawMessage) (*chat.ResponseFormat, error) {
 		return nil, invalid("response_format", "must be an object with a type: text, json_schema or json_object")
 	}
 	switch rf.Type {
-	case "text":
-		return nil, nil
+	case chat.FormatText:
+		return &chat.ResponseFormat{Type: chat.FormatText}, nil
 	case "json_object":
-		return &chat.ResponseFormat{Type: "json_schema", JSONSchema: jsonObjectFormat}, nil
-	case "json_schema":
+		return &chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: jsonObjectFormat}, nil
+	case chat.FormatJSONSchema:
 		if isNull(rf.JSONSchema) {
 			return nil, invalid("response_format.json_schema", "is required when the type is json_schema")
 		}
@@ -40,8 +40,9 @@ func completionFormat(raw json.RawMessage) (*chat.ResponseFormat, error) {
 	return nil, invalid("response_format.type", "%q must be text, json_schema or json_object", rf.Type)
 }
 
-// responsesFormat reads a Responses request's text.format: nil for none or
-// {"type": "text"}; {"type": "json_schema", "name", "schema", "strict"} and
+// responsesFormat reads a Responses request's text.format: nil for none, a
+// "text" format for {"type": "text"}; {"type": "json_schema", "name",
+// "schema", "strict"} and
 // {"type": "json_object"} as in Chat Completions.
 func responsesFormat(text *respText) (*chat.ResponseFormat, error) {
 	if text == nil || isNull(text.Format) {
@@ -54,11 +55,11 @@ func responsesFormat(text *respText) (*chat.ResponseFormat, error) {
 		return nil, invalid("text.format", "must be an object with a type: text, json_schema or json_object")
 	}
 	switch rf.Type {
-	case "text":
-		return nil, nil
+	case chat.FormatText:
+		return &chat.ResponseFormat{Type: chat.FormatText}, nil
 	case "json_object":
-		return &chat.ResponseFormat{Type: "json_schema", JSONSchema: jsonObjectFormat}, nil
-	case "json_schema":
+		return &chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: jsonObjectFormat}, nil
+	case chat.FormatJSONSchema:
 		return schemaFormat(text.Format, "text.format")
 	}
 	return nil, invalid("text.format.type", "%q must be text, json_schema or json_object", rf.Type)
@@ -88,7 +89,7 @@ func schemaFormat(raw json.RawMessage, param string) (*chat.ResponseFormat, erro
 	if err := of.Check(param); err != nil {
 		return nil, err
 	}
-	return &chat.ResponseFormat{Type: "json_schema", JSONSchema: of}, nil
+	return &chat.ResponseFormat{Type: chat.FormatJSONSchema, JSONSchema: of}, nil
 }
 
 // isNull reports JSON that is absent or null.

@@ -29,8 +29,8 @@ type completionRequest struct {
 	User           string          `json:"user"`
 	ResponseFormat json.RawMessage `json:"response_format"`
 
-	// use is what Model names (readRequest), format the answer's format
-	// (check): nil for free text.
+	// use is what Model names (readRequest), format its response_format
+	// (check): nil when it has none.
 	use    runModel
 	format *chat.ResponseFormat
 

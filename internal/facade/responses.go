@@ -44,7 +44,7 @@ func (f *Facade) responses(w http.ResponseWriter, r *http.Request, owner string)
 		return err
 	}
 	f.log.Debug("openai facade: response", "chat", tg.chat.ID, "after", tg.baseline, "stream", req.Stream)
-	resp := newRespResponder(&req, tg.chat, tg.baseline)
+	resp := newRespResponder(&req, tg)
 	if req.Stream {
 		return f.streamResponse(w, r, owner, tg, resp)
 	}
@@ -137,7 +137,6 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 	if err != nil {
 		return target{}, err
 	}
-	structured := c.ResponseFormat != nil || req.format != nil
 	pending := clientCalls(c)
 	if len(results) > 0 {
 		if len(pending) == 0 {
@@ -166,7 +165,9 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 			}
 			return err
 		}
-		return target{chat: c, baseline: baseline, start: start, structured: structured}, nil
+		// The outputs go on with the turn they answer, in the format it
+		// started with (the request's text.format is not read).
+		return target{chat: c, baseline: baseline, start: start, output: c.TurnOutput()}, nil
 	}
 	if len(texts) == 0 {
 		return target{}, invalid("input", "must hold a user message or function_call_output items")
@@ -176,8 +177,9 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 			prev, strings.Join(pending, ", "))
 	}
 	content, _ := json.Marshal(strings.Join(texts, "\n\n"))
+	format := turnFormat(c, req)
 	start := func(ctx context.Context) error {
-		_, err := f.svc.PostMessage(ctx, owner, c.ID, content, chat.BusyReject)
+		_, err := f.svc.Post(ctx, owner, c.ID, service.Post{Content: content, Busy: chat.BusyReject, ResponseFormat: format})
 		var be *service.BusyError
 		if errors.As(err, &be) {
 			return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "conversation_busy",
@@ -185,7 +187,25 @@ func (f *Facade) continueResponse(ctx context.Context, owner string, req *respon
 		}
 		return err
 	}
-	return target{chat: c, baseline: baseline, start: start, structured: structured}, nil
+	output := c.ResponseFormat.Output()
+	if format != nil {
+		output = format.Output()
+	}
+	return target{chat: c, baseline: baseline, start: start, output: output}, nil
+}
+
+// turnFormat is the format of the turn a request that continues chat c
+// with a user message starts (nil: the chat's): its text.format, which
+// holds for its response only, as at OpenAI; without one, free text,
+// unless c runs an agent, whose chats keep their format.
+func turnFormat(c chat.Chat, req *responsesRequest) *chat.ResponseFormat {
+	switch {
+	case req.format != nil:
+		return req.format
+	case c.Agent != "" || c.ResponseFormat == nil:
+		return nil
+	}
+	return &chat.ResponseFormat{Type: chat.FormatText}
 }
 
 // movedOn is the 409 of a continuation whose function outputs chat id

@@ -1,7 +1,6 @@
 package facade
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -42,7 +41,9 @@ func parseResponseID(s string) (string, bool) {
 	return rest[:i], true
 }
 
-func newRespResponder(req *responsesRequest, c chat.Chat, baseline int64) *respResponder {
+// newRespResponder names the run of target tg of request req.
+func newRespResponder(req *responsesRequest, tg target) *respResponder {
+	c, baseline := tg.chat, tg.baseline
 	r := &respResponder{id: responseID(c.ID, baseline), model: req.Model, created: time.Now().Unix(), client: map[string]bool{}}
 	if c.SystemPrompt != "" {
 		r.instructions = c.SystemPrompt
@@ -51,8 +52,8 @@ func newRespResponder(req *responsesRequest, c chat.Chat, baseline int64) *respR
 		r.previous = req.PreviousResponseID
 	}
 	r.format = map[string]any{"type": "text"}
-	if f := cmp.Or(req.format, c.ResponseFormat); f != nil {
-		r.format = map[string]any{"type": "json_schema", "name": f.JSONSchema.Name, "schema": f.JSONSchema.Schema, "strict": f.JSONSchema.Strict}
+	if f := tg.output; f != nil {
+		r.format = map[string]any{"type": chat.FormatJSONSchema, "name": f.Name, "schema": f.Schema, "strict": f.Strict}
 	}
 	r.tools = []map[string]any{}
 	for _, t := range c.DynamicTools {

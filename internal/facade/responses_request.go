@@ -32,8 +32,8 @@ type responsesRequest struct {
 	User               string          `json:"user"`
 	Text               *respText       `json:"text"`
 
-	// use is what Model names (readRequest), format the answer's format
-	// (check): nil for free text.
+	// use is what Model names (readRequest), format its text.format
+	// (check): nil when it has none.
 	use    runModel
 	format *chat.ResponseFormat
 }

@@ -82,11 +82,11 @@ func textOf(m chat.Message) string {
 // it. baseline is the id of the last message before the run; obs may be
 // nil.
 //
-// A structured run (tg.structured) shows its client only the final
+// A structured run (tg.output) shows its client only the final
 // answer's JSON as text: obs gets none of the text deltas and no message
 // until the answer is ready, then every step as structuredStep shows it.
 func (f *Facade) runUntilAnswer(ctx context.Context, owner string, tg target, obs observer) (outcome, error) {
-	v := &runView{f: f, ctx: ctx, baseline: tg.baseline, obs: obs, structured: tg.structured}
+	v := &runView{f: f, ctx: ctx, baseline: tg.baseline, obs: obs, structured: tg.output != nil}
 	o := follow.Options{After: tg.baseline, Poll: pollInterval, Start: func(ctx context.Context) (int64, error) {
 		if err := tg.start(ctx); err != nil {
 			return 0, err
