@@ -151,9 +151,9 @@ type RequiredAction struct {
 // QueuedMessage is a user message that arrived while the chat was busy; it
 // becomes a Message when the run ends, in arrival order.
 type QueuedMessage struct {
-	ID        int64     `json:"id"`
-	ChatID    string    `json:"chat_id"`
-	Parts     []Part    `json:"parts"`
+	ID     int64  `json:"id"`
+	ChatID string `json:"chat_id"`
+	Parts  []Part `json:"parts"`
 	// ResponseFormat is the format the message asked for its turn; nil:
 	// the chat's.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`

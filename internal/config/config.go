@@ -37,7 +37,17 @@ type Config struct {
 	CORS         CORS     `yaml:"cors"`
 	Webhooks     Webhooks `yaml:"webhooks"`
 	Files        Files    `yaml:"files"`
-	LogLevel     string   `yaml:"log_level"` // debug | info | warn | error
+	// StructuredOutput tunes answers asked for as JSON (response_format).
+	StructuredOutput StructuredOutput `yaml:"structured_output"`
+	LogLevel         string           `yaml:"log_level"` // debug | info | warn | error
+}
+
+// StructuredOutput tunes structured output (docs/structured-output.md).
+type StructuredOutput struct {
+	// MaxRepairs is how many times a turn's final answer that is not
+	// valid against its format is sent back to the model to repair,
+	// before the chat ends in error; 0 sends none back.
+	MaxRepairs int `yaml:"max_repairs"`
 }
 
 // Quotas are what each owner may use (docs/operations.md): Defaults for
@@ -271,7 +281,8 @@ func Default() Config {
 			PollInterval:  Duration(2 * time.Second),
 			MaxRecoveries: 3,
 		},
-		Webhooks: defaultWebhooks(),
+		Webhooks:         defaultWebhooks(),
+		StructuredOutput: StructuredOutput{MaxRepairs: 2},
 	}
 }
 
@@ -378,6 +389,9 @@ func (c *Config) check() error {
 	}
 	if err := c.Limits.check(); err != nil {
 		return err
+	}
+	if n := c.StructuredOutput.MaxRepairs; n < 0 || n > 10 {
+		return fmt.Errorf("structured_output.max_repairs %d: want 0 to 10", n)
 	}
 	if err := c.CORS.check(); err != nil {
 		return err

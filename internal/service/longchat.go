@@ -102,9 +102,9 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 		if len(page) == 0 || page[0].ID != msgID {
 			return messageNotFound(msgID)
 		}
-		if page[0].Role != chat.RoleUser {
+		if page[0].Role != chat.RoleUser || chat.IsRepair(page[0]) {
 			return &MessageError{MessageID: msgID, Status: 400, Code: "not_a_user_message",
-				Message: fmt.Sprintf("message %d is a %s message; only a user message can be edited (regenerate replaces an answer)", msgID, page[0].Role)}
+				Message: fmt.Sprintf("message %d is a %s message; only a person's user message can be edited (regenerate replaces an answer)", msgID, roleOf(page[0]))}
 		}
 		if err := tx.ReplaceParts(ctx, id, msgID, parts); err != nil {
 			return fmt.Errorf("edit message %d: %w", msgID, err)
@@ -141,8 +141,8 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 		}
 		var last int64
 		for _, m := range history {
-			if m.Role == chat.RoleUser {
-				last = m.ID
+			if m.Role == chat.RoleUser && !chat.IsRepair(m) {
+				last = m.ID // a person's: a repair request is part of the answer
 			}
 		}
 		if last == 0 {
@@ -234,7 +234,7 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		}
 		fork = chat.Chat{ID: newID.String(), Owner: owner, Title: src.Title, Model: src.Model, SystemPrompt: src.SystemPrompt,
 			Status: chat.Waiting, DynamicTools: src.DynamicTools, Tools: src.Tools, Approve: src.Approve,
-			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout}
+			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout, ResponseFormat: src.ResponseFormat}
 		if fork.Labels == nil {
 			fork.Labels = map[string]string{}
 		}
@@ -342,4 +342,13 @@ func (s *Service) withContext(ctx context.Context, c *chat.Chat, lastTurn []chat
 	}
 	c.Context = chat.ContextOf(chat.ContextTokens(history, chat.EstimateText(c.SystemPrompt)), m.Window())
 	return nil
+}
+
+// roleOf names who wrote m, for errors: its role, or "repair request" for
+// the user messages parley writes to repair a structured output.
+func roleOf(m chat.Message) string {
+	if chat.IsRepair(m) {
+		return "repair request"
+	}
+	return string(m.Role)
 }
