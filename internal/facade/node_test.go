@@ -116,6 +116,24 @@ func TestNodeOpenAIClient(t *testing.T) {
 		r.onlyChat("alice")
 	})
 
+	t.Run("structured", func(t *testing.T) {
+		r, fake := newSQLite(t)
+		prose, person := llmtest.Turn{Text: proseAnswer}, llmtest.Turn{Text: fencedAnswer}
+		fake.Push(prose, person, prose, person)
+		got := run(t, r, r.token("alice"), "structured")
+		checkPerson(t, got["completion"])
+		checkPerson(t, got["response"])
+		chats := r.chats("alice")
+		if len(chats) != 2 {
+			t.Fatalf("alice has %d chats, want 2", len(chats))
+		}
+		for _, ch := range chats {
+			if n := repairs(t, r, ch.ID); n != 1 {
+				t.Fatalf("chat %s had %d repair requests, want 1", ch.ID, n)
+			}
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		r, fake := newSQLite(t)
 		run(t, r, r.token("alice"), "errors")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -174,5 +176,26 @@ func TestResponsesTextFormat(t *testing.T) {
 	checkPerson(t, got.acc.Snapshot().OutputText())
 	if got.count["response.output_item.added"] != 1 || got.count["response.output_text.delta"] != 1 {
 		t.Fatalf("events %v", got.count)
+	}
+}
+
+// TestStructuredOutputInvalid checks that an answer still not valid after
+// the repairs allowed is the run's failure, an OpenAI-shaped 500 that says
+// why, and leaves the chat in error, from which a retry goes on.
+func TestStructuredOutputInvalid(t *testing.T) {
+	r, fake := newSQLite(t)
+	c := r.client(r.token("alice"))
+	fake.Push(llmtest.Turn{Text: proseAnswer}, llmtest.Turn{Text: proseAnswer}, llmtest.Turn{Text: proseAnswer})
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fake",
+		ResponseFormat: schemaFormat("person", personSchema()),
+		Messages:       []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who?")}})
+	expectError(t, err, http.StatusInternalServerError, "server_error", "", "run_failed")
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) && !strings.Contains(apiErr.Message, "structured_output_invalid") {
+		t.Fatalf("message %q does not say why", apiErr.Message)
+	}
+	ch := r.onlyChat("alice")
+	if ch.Status != chat.Error || ch.LastError == nil || !ch.LastError.Retryable || len(fake.Requests()) != 3 {
+		t.Fatalf("chat %s %+v after %d model requests", ch.Status, ch.LastError, len(fake.Requests()))
 	}
 }

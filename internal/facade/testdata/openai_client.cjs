@@ -7,6 +7,7 @@
 //   PARLEY_TOKEN  a parley token
 //   CASE          text | tools | stream | server_tool | errors | image (Chat Completions)
 //                 resp_text | resp_tools | resp_stream | resp_errors | resp_files (Responses)
+//                 structured (both)
 //   PARLEY_PNG    the image and file cases: a PNG, and
 //   PARLEY_PDF    a PDF, in base64
 //
@@ -365,6 +366,34 @@ const cases = {
     });
     assert.equal(res.status, 'completed');
     return { text: res.output_text };
+  },
+
+  // structured asks both APIs for JSON against a schema through the
+  // client's parse helpers (response_format, text.format), which read the
+  // answer's text as JSON; the model answers prose first each time.
+  structured: async () => {
+    const schema = {
+      type: 'object',
+      properties: { name: { type: 'string' }, age: { type: 'integer' } },
+      required: ['name', 'age'],
+      additionalProperties: false,
+    };
+    const completion = await client.chat.completions.parse({
+      model: 'fake',
+      messages: [{ role: 'user', content: 'Who wrote the first program?' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+    });
+    const parsed = onlyChoice(completion).message.parsed;
+    assert.deepEqual(parsed, { name: 'Ada', age: 36 });
+    const res = await client.responses.parse({
+      model: 'fake',
+      input: 'Who wrote the first program?',
+      text: { format: { type: 'json_schema', name: 'person', schema, strict: true } },
+    });
+    assert.equal(res.status, 'completed');
+    assert.deepEqual(res.output_parsed, { name: 'Ada', age: 36 });
+    assert.equal(res.text.format.type, 'json_schema');
+    return { completion: onlyChoice(completion).message.content, response: res.output_text };
   },
 };
 
