@@ -83,7 +83,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	var bad *historyError
 	if authorized && versioned && json.Valid(body) {
-		bad = cmp.Or(anthropicContentError(body), anthropicHistoryError(body))
+		bad = cmp.Or(anthropicFormatError(body), anthropicContentError(body), anthropicHistoryError(body))
 		logged.PromptTokens = anthropicPromptTokens(body)
 	}
 	if bad != nil {
