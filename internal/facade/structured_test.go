@@ -83,7 +83,20 @@ func TestCompletionResponseFormat(t *testing.T) {
 		if n := repairs(t, r, ch.ID); n != 1 {
 			t.Fatalf("%d repair requests, want 1", n)
 		}
-		// The model's second request holds its prose and the repair request.
+		// The model was asked for the format natively, and its second
+		// request holds its prose and the repair request.
+		var body struct {
+			ResponseFormat struct {
+				Type       string `json:"type"`
+				JSONSchema struct {
+					Name string `json:"name"`
+				} `json:"json_schema"`
+			} `json:"response_format"`
+		}
+		if err := json.Unmarshal(fake.Requests()[0].Body, &body); err != nil || body.ResponseFormat.Type != "json_schema" ||
+			body.ResponseFormat.JSONSchema.Name != "person" {
+			t.Fatalf("the model was asked for %+v (%v)", body.ResponseFormat, err)
+		}
 		if msgs, _ := modelRequest(t, fake, 1); !slices.Equal(roles(msgs), []string{"user", "assistant", "user"}) ||
 			!strings.Contains(contentString(msgs[2].Content), "person") {
 			t.Fatalf("model's second request: %+v", msgs)
