@@ -212,3 +212,36 @@ func TestStructuredOutputInvalid(t *testing.T) {
 		t.Fatalf("chat %s %+v after %d model requests", ch.Status, ch.LastError, len(fake.Requests()))
 	}
 }
+
+// TestStructuredWithClientFunction checks that a client function call in
+// a turn with a response format does not lose it: the call's answer shows
+// the call alone (the text beside it is not the answer), and the request
+// that sends its result gets the JSON alone, the turn's format enforced.
+func TestStructuredWithClientFunction(t *testing.T) {
+	r, fake := newSQLite(t)
+	c := r.client(r.token("alice"))
+	fake.Push(llmtest.Turn{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", Args: `{"city":"Paris"}`}}})
+	params := openai.ChatCompletionNewParams{Model: "fake", ResponseFormat: schemaFormat("person", personSchema()),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who lived in Paris?")},
+		Tools:    []openai.ChatCompletionToolUnionParam{weatherTool()}}
+	res, err := c.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	choice := res.Choices[0]
+	if choice.FinishReason != "tool_calls" || choice.Message.Content != "" || len(choice.Message.ToolCalls) != 1 {
+		t.Fatalf("first answer %s", res.RawJSON())
+	}
+
+	fake.Push(llmtest.Turn{Text: proseAnswer}, llmtest.Turn{Text: personJSON})
+	params.Messages = append(params.Messages, choice.Message.ToParam(), openai.ToolMessage(`{"sky":"sunny"}`, "call_w"))
+	res, err = c.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPerson(t, res.Choices[0].Message.Content)
+	ch := r.onlyChat("alice") // the results continued the chat
+	if n := repairs(t, r, ch.ID); n != 1 {
+		t.Fatalf("%d repair requests, want 1", n)
+	}
+}
