@@ -27,7 +27,9 @@ func TestChatFormatRules(t *testing.T) {
 			"Invalid schema for response_format 'x': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing 'a'.", "response_format.json_schema.schema"},
 	}
 	checkHistory(t, cases,
-		func(h string) string { return `{"model":"m","stream":true,` + h + `"messages":[{"role":"user","content":"hi"}]}` },
+		func(h string) string {
+			return `{"model":"m","stream":true,` + h + `"messages":[{"role":"user","content":"hi"}]}`
+		},
 		func(b []byte) *historyError { return chatFormatError(parseOpenAI(t, b)) })
 }
 
@@ -55,6 +57,8 @@ func TestAnthropicFormatRules(t *testing.T) {
 		{"no schema", `"output_config":{"format":{"type":"json_schema"}},`, "output_config.format.schema: Field required", ""},
 	}
 	checkHistory(t, cases,
-		func(h string) string { return `{"model":"m","max_tokens":10,` + h + `"messages":[{"role":"user","content":"hi"}]}` },
+		func(h string) string {
+			return `{"model":"m","max_tokens":10,` + h + `"messages":[{"role":"user","content":"hi"}]}`
+		},
 		anthropicFormatError)
 }

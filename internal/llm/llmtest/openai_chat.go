@@ -58,7 +58,9 @@ type OpenAIChat struct {
 // NewOpenAIChat starts a fake Chat Completions server, closed when t ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
 	f := &OpenAIChat{openaiFake{
-		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: func(req openaiRequest) *historyError { return cmp.Or(chatFormatError(req), chatContentError(req), chatHistoryError(req)) },
+		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: func(req openaiRequest) *historyError {
+			return cmp.Or(chatFormatError(req), chatContentError(req), chatHistoryError(req))
+		},
 		promptTokens: chatPromptTokens, tooLong: chatTooLong,
 	}}
 	f.start(t)
