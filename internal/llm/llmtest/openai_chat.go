@@ -33,7 +33,8 @@ import (
 // when the turn began and when its client left (see Turn).
 //
 // Malformed images and files are refused as the API refuses them (see
-// content.go). Messages whose tool calls and results do not pair up are refused as the
+// content.go); a malformed structured output
+// format, as the API refuses it (see format.go). Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 and the param at fault: an assistant
 // message with tool_calls not followed by a tool message for each call
 // ("An assistant message with 'tool_calls' must be followed by tool
