@@ -86,7 +86,7 @@ func SplitsStep(history []Message, i int) bool {
 func CompactionCut(live []Message, keep int64) int {
 	var turns []int // the indexes where a turn starts, that a cut may take
 	for i, m := range live {
-		if i > 0 && m.Role == RoleUser && !SplitsStep(live, i-1) {
+		if i > 0 && m.Role == RoleUser && !IsRepair(m) && !SplitsStep(live, i-1) {
 			turns = append(turns, i)
 		}
 	}
