@@ -8,6 +8,8 @@
 // "api: openai-responses"), visible in parley's own API. A request's function tools become the chat's dynamic
 // tools; server-side tools run inside the request, unseen by the client. The
 // run driver (run.go) knows nothing of either API's shapes: both share it.
+// A request's model may name an agent, "agent:<name>" (agents.go), and its
+// response_format or text.format ask for structured output (format.go).
 package facade
 
 import (
