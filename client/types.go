@@ -141,6 +141,11 @@ type Message struct {
 	// model no longer sees it, and reads leave it out unless asked for it
 	// (IncludeSuperseded).
 	Superseded bool `json:"superseded,omitempty"`
+	// ParentID is set on a superseded message: the message it followed
+	// (0: none). A message of the history follows the one before it,
+	// compactions aside; messages with the same parent are versions of one
+	// another (MessageVersions).
+	ParentID *int64 `json:"parent_id,omitempty"`
 }
 
 // Text joins the message's text parts.

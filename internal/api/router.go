@@ -38,6 +38,7 @@ func (a *api) register() {
 	a.handle("POST "+v1+"/chats/{id}/regenerate", a.authed(a.regenerate))
 	a.handle("POST "+v1+"/chats/{id}/fork", a.authed(a.fork))
 	a.handle("PATCH "+v1+"/chats/{id}/messages/{message_id}", a.authed(a.editMessage))
+	a.handle("GET "+v1+"/chats/{id}/messages/{message_id}/versions", a.authed(a.messageVersions))
 	a.handle("POST "+v1+"/chats/{id}/tool-results", a.authed(a.submitToolResults))
 	a.handle("POST "+v1+"/chats/{id}/approvals", a.authed(a.submitApprovals))
 	a.handle("GET "+v1+"/chats/{id}/stream", a.authed(a.stream))

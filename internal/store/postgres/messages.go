@@ -14,7 +14,7 @@ import (
 )
 
 // messageColumns are the columns scanMessages reads, in its order.
-const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded`
+const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded, parent_id`
 
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
 	return r.listMessages(ctx, "list messages", `SELECT `+messageColumns+` FROM messages
@@ -69,7 +69,7 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	// index: the row comparison only that index can serve, so the planner
 	// never walks the primary key from through, across every chat's
 	// messages, instead.
-	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded
+	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded, m.parent_id
 		FROM unnest($1::text[]) AS c(id)
 		CROSS JOIN LATERAL (SELECT coalesce((SELECT compaction_through FROM messages
 			WHERE chat_id = c.id AND compaction_through IS NOT NULL AND NOT superseded
@@ -100,7 +100,7 @@ func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
 			role         string
 			parts, usage []byte
 		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt, &m.Superseded); err != nil {
+		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt, &m.Superseded, &m.ParentID); err != nil {
 			return err
 		}
 		m.Role = chat.Role(role)
@@ -207,29 +207,59 @@ const insertMessageSQL = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO K
 	INSERT INTO messages (id, chat_id, role, parts, usage, created_at, compaction_through) OVERRIDING SYSTEM VALUE
 	SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4::json, $6::json, $5, $7::bigint FROM c`
 
-// ReplaceParts rewrites the message's parts, and its compaction_through
-// with them.
-func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error {
-	enc, err := dbutil.EncodeParts(parts)
-	if err != nil {
-		return fmt.Errorf("replace parts of message %d: %w", id, err)
-	}
-	tag, err := t.q.Exec(ctx, `UPDATE messages SET parts = $3::json, compaction_through = $4::bigint
-		WHERE id = $1 AND chat_id = $2 AND NOT superseded`, id, chatID, string(enc), dbutil.CompactionThrough(parts))
-	if err := oneRow(tag, err); err != nil {
-		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
-	}
-	t.useFiles(chatID, parts)
-	return nil
-}
-
 func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error) {
-	tag, err := t.q.Exec(ctx, `UPDATE messages SET superseded = true
-		WHERE chat_id = $1 AND id > $2 AND NOT superseded`, chatID, after)
+	// Each message of the history that goes keeps the message it followed
+	// (the one before it, compactions aside): the subquery reads the
+	// messages as they were before the statement.
+	tag, err := t.q.Exec(ctx, `UPDATE messages m SET superseded = true, parent_id = coalesce((SELECT p.id FROM messages p
+			WHERE p.chat_id = m.chat_id AND p.id < m.id AND NOT p.superseded
+				AND p.compaction_through IS NULL ORDER BY p.id DESC LIMIT 1), 0)
+		WHERE m.chat_id = $1 AND m.id > $2 AND NOT m.superseded`, chatID, after)
 	if err != nil {
 		return 0, fmt.Errorf("supersede messages of chat %s after %d: %w", chatID, after, classify(err))
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([]chat.Message, error) {
+	var parent, through *int64
+	err := r.q.QueryRow(ctx, `SELECT parent_id, compaction_through FROM messages
+		WHERE chat_id = $1 AND id = $2`, chatID, id).Scan(&parent, &through)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	// A compaction is no version of anything: it is its only version.
+	query, arg := `SELECT `+messageColumns+` FROM messages WHERE chat_id = $1 AND id = $2 LIMIT $3`, id
+	if through == nil {
+		if parent == nil { // in the history: it follows the history's message before it
+			parent = new(int64)
+			err = r.q.QueryRow(ctx, `SELECT coalesce((SELECT id FROM messages WHERE chat_id = $1 AND id < $2
+				AND NOT superseded AND compaction_through IS NULL ORDER BY id DESC LIMIT 1), 0)`, chatID, id).Scan(parent)
+			if err != nil {
+				return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+			}
+		}
+		// The superseded versions name their parent; the one in the
+		// history, if the parent is in it, is the history's next message.
+		query, arg = `SELECT * FROM (SELECT `+messageColumns+` FROM messages
+			WHERE chat_id = $1 AND compaction_through IS NULL AND (parent_id = $2
+				OR (id = (SELECT id FROM messages WHERE chat_id = $1 AND id > $2 AND NOT superseded
+						AND compaction_through IS NULL ORDER BY id LIMIT 1)
+					AND ($2 = 0 OR EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND id = $2 AND NOT superseded))))
+			ORDER BY id DESC LIMIT $3) v ORDER BY id`, *parent
+	}
+	rows, err := r.q.Query(ctx, query, chatID, arg, store.MaxPageSize)
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	msgs := []chat.Message{}
+	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	return msgs, nil
 }
 
 // AddUsage adds u to the chat and, in the same statement, to its owner's

@@ -12,7 +12,7 @@ import (
 )
 
 // messageColumns are the columns scanMessages reads, in its order.
-const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded`
+const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded, parent_id`
 
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
 	return r.listMessages(ctx, "list messages", `SELECT `+messageColumns+` FROM messages
@@ -77,7 +77,7 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 				WHERE chat_id = t.chat_id AND id > t.through AND superseded = 0
 				ORDER BY id LIMIT 1 OFFSET ?), 9223372036854775807) AS last
 			FROM t)
-		SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded
+		SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded, m.parent_id
 		FROM c JOIN messages m ON m.chat_id = c.chat_id AND m.id > c.through AND m.id <= c.last
 		WHERE m.superseded = 0
 		ORDER BY m.chat_id, m.id`, string(ids), limit-1)
@@ -102,7 +102,7 @@ func scanMessages(rows *sql.Rows, fn func(chat.Message)) error {
 			parts, usage []byte
 			created      int64
 		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &m.Role, &parts, &usage, &created, &m.Superseded); err != nil {
+		if err := rows.Scan(&m.ID, &m.ChatID, &m.Role, &parts, &usage, &created, &m.Superseded, &m.ParentID); err != nil {
 			return err
 		}
 		var err error
@@ -178,27 +178,18 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 	return nil
 }
 
-// ReplaceParts rewrites the message's parts, and its compaction_through
-// with them.
-func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error {
-	enc, err := dbutil.EncodeParts(parts)
-	if err != nil {
-		return fmt.Errorf("replace parts of message %d: %w", id, err)
-	}
-	res, err := t.q.ExecContext(ctx, `UPDATE messages SET parts = ?, compaction_through = ?
-		WHERE id = ? AND chat_id = ? AND superseded = 0`, text(enc), dbutil.CompactionThrough(parts), id, chatID)
-	if err := oneRow(res, err); err != nil {
-		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
-	}
-	if err := t.useFiles(ctx, chatID, parts); err != nil {
-		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
-	}
-	return nil
-}
-
 func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error) {
-	res, err := t.q.ExecContext(ctx, `UPDATE messages SET superseded = 1
+	// Each message of the history that goes keeps the message it followed
+	// (the one before it, compactions aside), read before any is marked.
+	_, err := t.q.ExecContext(ctx, `UPDATE messages SET parent_id = coalesce((SELECT p.id FROM messages p
+			WHERE p.chat_id = messages.chat_id AND p.id < messages.id AND p.superseded = 0
+				AND p.compaction_through IS NULL ORDER BY p.id DESC LIMIT 1), 0)
 		WHERE chat_id = ? AND id > ? AND superseded = 0`, chatID, after)
+	var res sql.Result
+	if err == nil {
+		res, err = t.q.ExecContext(ctx, `UPDATE messages SET superseded = 1
+			WHERE chat_id = ? AND id > ? AND superseded = 0`, chatID, after)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("supersede messages of chat %s after %d: %w", chatID, after, classify(err))
 	}
@@ -207,6 +198,47 @@ func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (in
 		return 0, fmt.Errorf("supersede messages of chat %s after %d: %w", chatID, after, err)
 	}
 	return int(n), nil
+}
+
+func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([]chat.Message, error) {
+	var parent, through *int64
+	err := r.q.QueryRowContext(ctx, `SELECT parent_id, compaction_through FROM messages
+		WHERE chat_id = ? AND id = ?`, chatID, id).Scan(&parent, &through)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	// A compaction is no version of anything: it is its only version.
+	query, arg := `SELECT `+messageColumns+` FROM messages WHERE chat_id = ?1 AND id = ?2 LIMIT ?3`, id
+	if through == nil {
+		if parent == nil { // in the history: it follows the history's message before it
+			parent = new(int64)
+			err = r.q.QueryRowContext(ctx, `SELECT coalesce((SELECT id FROM messages WHERE chat_id = ? AND id < ?
+				AND superseded = 0 AND compaction_through IS NULL ORDER BY id DESC LIMIT 1), 0)`, chatID, id).Scan(parent)
+			if err != nil {
+				return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+			}
+		}
+		// The superseded versions name their parent; the one in the
+		// history, if the parent is in it, is the history's next message.
+		query, arg = `SELECT * FROM (SELECT `+messageColumns+` FROM messages
+			WHERE chat_id = ?1 AND compaction_through IS NULL AND (parent_id = ?2
+				OR (id = (SELECT id FROM messages WHERE chat_id = ?1 AND id > ?2 AND superseded = 0
+						AND compaction_through IS NULL ORDER BY id LIMIT 1)
+					AND (?2 = 0 OR EXISTS (SELECT 1 FROM messages WHERE chat_id = ?1 AND id = ?2 AND superseded = 0))))
+			ORDER BY id DESC LIMIT ?3) ORDER BY id`, *parent
+	}
+	rows, err := r.q.QueryContext(ctx, query, chatID, arg, store.MaxPageSize)
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	msgs := []chat.Message{}
+	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	return msgs, nil
 }
 
 // AddUsage adds u to the chat and to its owner's usage ledger (nothing to
