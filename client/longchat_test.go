@@ -159,13 +159,17 @@ func TestEditMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"user: first", "assistant: echo: first", "user: second, edited", "assistant: echo: second (superseded)", "assistant: echo: second, edited"}
+	want = []string{"user: first", "assistant: echo: first", "user: second (superseded)", "assistant: echo: second (superseded)", "user: second, edited", "assistant: echo: second, edited"}
 	if !reflect.DeepEqual(texts(every), want) {
 		t.Errorf("history with the superseded %q, want %q", texts(every), want)
 	}
 	page, err := c.ListMessages(ctx, ch.ID, msgs[2].ID, 1, client.IncludeSuperseded())
-	if err != nil || len(page) != 1 || page[0].ID != msgs[3].ID || !page[0].Superseded {
+	if err != nil || len(page) != 1 || page[0].ID != msgs[3].ID || !page[0].Superseded || page[0].ParentID == nil || *page[0].ParentID != msgs[2].ID {
 		t.Errorf("a page of one after message %d with the superseded: %+v, %v", msgs[2].ID, page, err)
+	}
+	versions, err := c.MessageVersions(ctx, ch.ID, now[2].ID)
+	if err != nil || len(versions) != 2 || versions[0].ID != msgs[2].ID || versions[0].Text() != "second" || !versions[0].Superseded || versions[1].ID != now[2].ID {
+		t.Errorf("the versions of the edited message: %+v, %v", versions, err)
 	}
 
 	// Text parts as content, like a posted message.
