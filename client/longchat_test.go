@@ -278,7 +278,8 @@ func TestFork(t *testing.T) {
 }
 
 // TestStreamHistoryEvent: an edit shows on the chat's stream as a history
-// event naming the edited message, then the new answer follows.
+// event superseding the edited message and what followed, then its new
+// version and the new answer follow as messages.
 func TestStreamHistoryEvent(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -296,8 +297,12 @@ func TestStreamHistoryEvent(t *testing.T) {
 	}
 	got := until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventHistory })
 	h := got[len(got)-1]
-	if h.SupersededAfter != msgs[0].ID || h.Message == nil || h.Message.ID != msgs[0].ID || h.Message.Text() != "after" {
-		t.Fatalf("history event %+v, want the edited message %d", h, msgs[0].ID)
+	if h.SupersededAfter != msgs[0].ID-1 || h.Message != nil {
+		t.Fatalf("history event %+v, want the messages after %d superseded", h, msgs[0].ID-1)
+	}
+	got = until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventMessage })
+	if m := got[len(got)-1].Message; m.Role != client.RoleUser || m.Text() != "after" || m.ID <= msgs[1].ID {
+		t.Errorf("message after the history event %+v, want the edited message's new version", m)
 	}
 	got = until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventMessage })
 	if m := got[len(got)-1].Message; m.Role != client.RoleAssistant || m.Text() != "echo: after" || m.ID <= msgs[1].ID {
