@@ -208,10 +208,9 @@ export class Conversation {
         this.view.part(data.message_id, data.part);
         break;
       case "history":
-        // An edit or a regeneration: what came after is gone, and the
-        // edited message says what it says now.
+        // An edit or a regeneration: what came after is gone; the edit's
+        // new version and the new answer follow as messages.
         this.view.supersede(data.superseded_after);
-        if (data.message) this.view.replace(data.message);
         this.compactState();
         break;
       case "retry": {
@@ -334,10 +333,10 @@ export class Conversation {
     show(box, true);
   }
 
-  // editMessage replaces the text of user message id; the messages after
-  // it are superseded and it is answered again.
+  // editMessage writes a new version of user message id: it and the
+  // messages after it are superseded, and the new version is answered.
   editMessage(id, content) {
-    return this.rerun(id, (chatId) => this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content }));
+    return this.rerun(id - 1, (chatId) => this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content }));
   }
 
   // regenerate answers the last user message again, replacing what came
