@@ -10,7 +10,7 @@ import (
 )
 
 // The tests of compactions (SinceCompaction) and of superseded messages
-// (SupersedeAfter, ReplaceParts, ListEveryMessage, and the reads that leave
+// (SupersedeAfter, ListEveryMessage, and the reads that leave
 // superseded messages out), registered in messageTests.
 
 // compactionMessage is a compaction of chatID that summarises its messages
