@@ -2,8 +2,9 @@
 // chat's history keeps (chat.CheckHistory): each tool call has exactly one
 // result, right after its assistant message and in call order, and only the
 // calls a requires_action chat waits for may be open; and every superseded
-// message names the message it followed (its versions stay reachable). The test helpers that
-// open stores (sqlitetest, pgtest) run it when the test ends.
+// message names the message it followed (its versions stay reachable). The
+// test helpers that open stores (sqlitetest, pgtest) run it when the test
+// ends.
 package invariant
 
 import (
