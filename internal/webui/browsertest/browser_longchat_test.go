@@ -212,6 +212,9 @@ func (b *browser) pageBack(what, sel, at string, want ...string) {
 	if n := b.visibleCount(sel); n != 0 {
 		b.t.Errorf("%s: the message paged back is still shown", what)
 	}
+	if !eval[bool](b, `Boolean(document.activeElement && document.activeElement.closest("#messages li.msg-branch .versions-nav"))`) {
+		b.t.Errorf("%s: the focus did not move to the earlier version's navigation", what)
+	}
 	if n := b.count(branchSel + " button.msg-edit, " + branchSel + " button.msg-regenerate, " + branchSel + " button.msg-fork"); n != 0 {
 		b.t.Errorf("%s: the earlier version offers %d actions, want none (read-only)", what, n)
 	}
@@ -219,6 +222,9 @@ func (b *browser) pageBack(what, sel, at string, want ...string) {
 	b.click(branchSel + " li.msg .version-next")
 	b.waitGone(what+": back to the history", branchSel)
 	b.visible(sel)
+	if !eval[bool](b, fmt.Sprintf(`Boolean(document.activeElement && document.activeElement.closest(%s))`, jsString(sel+" .versions-nav"))) {
+		b.t.Errorf("%s: the focus did not move back to the message's navigation", what)
+	}
 }
 
 // TestBrowserCompaction: the header's context meter shows the chat's

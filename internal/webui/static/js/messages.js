@@ -181,9 +181,18 @@ export class MessageView {
     const all = this.versionsOf(m);
     const k = all.findIndex((v) => v.id === shown);
     if (all.length < 2 || k < 0) return;
+    // The button pressed goes with the version it showed: focus moves to
+    // the same button of the version shown now.
+    const go = (d) => {
+      const v = all[k + d];
+      pick(v);
+      const nav = this.ol.querySelector(`.versions-nav[data-shown="${v.id}"]`);
+      const b = nav && (nav.querySelector(`${d < 0 ? ".version-prev" : ".version-next"}:not([disabled])`) || nav.querySelector("button:not([disabled])"));
+      if (b) b.focus();
+    };
     const step = (d, label) => h("button", { type: "button", class: d < 0 ? "version-prev" : "version-next", "aria-label": label,
-      disabled: !all[k + d], onclick: () => pick(all[k + d]) }, d < 0 ? "‹" : "›");
-    role.append(h("span", { class: "versions-nav", role: "group", "aria-label": "Versions" },
+      disabled: !all[k + d], onclick: () => go(d) }, d < 0 ? "‹" : "›");
+    role.append(h("span", { class: "versions-nav", role: "group", "aria-label": `Version ${k + 1} of ${all.length}`, dataset: { shown: String(shown) } },
       step(-1, "Previous version"), h("span", { class: "version-count" }, `${k + 1}/${all.length}`), step(1, "Next version")));
   }
 
