@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,8 +42,9 @@ func sentContains(r modelRequest, s string) bool {
 // that opens it. Edit and Regenerate are offered only while the chat is
 // idle. The edited question and the regenerated answer carry "‹ k/n ›":
 // paging back shows the earlier version read-only, with what followed it,
-// in place of the history, also after a reload; an edit that replaces
-// later turns asks first, saying how many.
+// in place of the history, also after a reload, and inside an earlier
+// version the answer Regenerate wrote again pages too; an edit that
+// replaces later turns asks first, saying how many.
 func TestBrowserEditRegenerateFork(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -185,6 +187,22 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	if b.visibleCount("#chat-fork") != 0 {
 		t.Errorf("the original says it is a fork")
 	}
+	// Inside an earlier version, the answer Regenerate wrote again pages
+	// too, and the question pages on to its next version.
+	b.click(userMsg + " .version-prev")
+	b.waitNav("the second question", branchSel+" li.msg", "2/3")
+	b.waitBranch("the second question, with its last answer", "What is three plus three?", "The third answer.")
+	const oldAnswer = branchSel + ` li.msg.old[data-old-role="assistant"]`
+	b.waitNav("the answers to the second question", oldAnswer, "2/2")
+	b.click(oldAnswer + " .version-prev")
+	b.waitBranch("the second question, with its first answer", "What is three plus three?", "The second answer.")
+	b.waitNav("the first answer to the second question", oldAnswer, "1/2")
+	b.click(branchSel + " li.msg .version-prev")
+	b.waitBranch("the first question", "What is two plus two?", "The first answer.")
+	b.click(branchSel + " li.msg .version-next")
+	b.click(branchSel + " li.msg .version-next")
+	b.waitGone("back to the history", branchSel)
+	b.waitText("the question in the history", userMsg+" .msg-text", `t === "What is four plus four?"`)
 }
 
 // branchSel is the earlier version shown in place of the history.
@@ -197,6 +215,18 @@ func (b *browser) waitNav(what, sel, want string) {
 	b.waitText(what, sel+" .versions-nav .version-count", fmt.Sprintf(`t === %s`, jsString(want)))
 }
 
+// waitBranch waits until the earlier version shown reads want: the texts
+// of its messages, in order.
+func (b *browser) waitBranch(what string, want ...string) {
+	b.t.Helper()
+	const texts = `[...document.querySelectorAll("#messages li.msg-branch li.msg:not([hidden]) .msg-text")].map((e) => e.textContent.trim())`
+	j, err := json.Marshal(want)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.waitJS(what, fmt.Sprintf(`JSON.stringify(%s) === %s`, texts, jsString(string(j))), texts)
+}
+
 // pageBack pages message sel back one version, and checks that the
 // earlier version shows in its place, read-only, reading at (its
 // navigation, "1/2") and the texts want (it and what followed it), the
@@ -205,10 +235,7 @@ func (b *browser) pageBack(what, sel, at string, want ...string) {
 	b.t.Helper()
 	b.click(sel + " .version-prev")
 	b.waitNav(what+": the earlier version's place", branchSel+" li.msg", at)
-	got := eval[[]string](b, `[...document.querySelectorAll("#messages li.msg-branch li.msg:not([hidden]) .msg-text")].map((e) => e.textContent.trim())`)
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		b.t.Errorf("%s: the earlier version reads %q, want %q", what, got, want)
-	}
+	b.waitBranch(what, want...)
 	if n := b.visibleCount(sel); n != 0 {
 		b.t.Errorf("%s: the message paged back is still shown", what)
 	}

@@ -106,7 +106,8 @@ export class MessageView {
   // earlier versions, each knowing the message it followed.
   supersede(after, upTo = Infinity) {
     const gone = [...this.msgs.values()].filter((m) => m.id > after && m.id <= upTo).sort((a, b) => a.id - b.id);
-    const parents = new Map(gone.map((m) => [m.id, this.parentOf(m)]));
+    const idx = this.versionIndex();
+    const parents = new Map(gone.map((m) => [m.id, this.parentOf(m, idx)]));
     for (const m of gone) {
       const li = this.items.get(m.id);
       this.forget(li);
@@ -127,37 +128,56 @@ export class MessageView {
     this.navSoon();
   }
 
+  // versionIndex reads who follows whom, once for every lookup of a
+  // render: parent (live message id → the message it follows, the one
+  // shown before it, compactions aside), child (message id → the live
+  // message that follows it) and older (message id → the superseded
+  // messages that followed it, compactions aside).
+  versionIndex() {
+    const parent = new Map();
+    const child = new Map();
+    let prev = 0;
+    for (const m of [...this.msgs.values()].sort((a, b) => a.id - b.id)) {
+      parent.set(m.id, prev);
+      if (isCompaction(m)) continue;
+      if (!child.has(prev)) child.set(prev, m);
+      prev = m.id;
+    }
+    const older = new Map();
+    for (const o of [...this.old.values()].sort((a, b) => a.id - b.id)) {
+      if (isCompaction(o)) continue;
+      const p = o.parent_id || 0;
+      older.set(p, [...(older.get(p) || []), o]);
+    }
+    return { parent, child, older };
+  }
+
   // parentOf is the id of the message m followed (0: none): a superseded
   // message names it, one of the history follows the message shown before
   // it, compactions aside.
-  parentOf(m) {
-    if (m.superseded) return m.parent_id || 0;
-    let p = 0;
-    for (const o of this.msgs.values()) if (o.id < m.id && o.id > p && !isCompaction(o)) p = o.id;
-    return p;
+  parentOf(m, idx) {
+    return m.superseded ? m.parent_id || 0 : idx.parent.get(m.id) || 0;
   }
 
   // versionsOf lists the versions of message m, oldest first: the
   // messages that followed the same one (compactions aside).
-  versionsOf(m) {
+  versionsOf(m, idx) {
     if (isCompaction(m)) return [m];
-    const parent = this.parentOf(m);
-    const out = [...this.old.values()].filter((o) => (o.parent_id || 0) === parent && !isCompaction(o));
-    if (parent === 0 || this.msgs.has(parent)) {
-      const live = [...this.msgs.values()].filter((o) => o.id > parent && !isCompaction(o)).sort((a, b) => a.id - b.id)[0];
-      if (live) out.push(live);
-    }
+    const parent = this.parentOf(m, idx);
+    const out = [...(idx.older.get(parent) || [])];
+    const live = (parent === 0 || this.msgs.has(parent)) && idx.child.get(parent);
+    if (live) out.push(live);
     return out.sort((a, b) => a.id - b.id);
   }
 
   // branchOf is superseded message m and what followed it, as it read: at
   // each step the newest message that followed, or the one chosen.
-  branchOf(m, choices) {
+  branchOf(m, choices, idx) {
     const out = [m];
     for (let cur = m; ;) {
-      const next = [...this.old.values()].filter((o) => (o.parent_id || 0) === cur.id && !isCompaction(o));
+      const next = idx.older.get(cur.id) || [];
       if (!next.length) return out;
-      cur = next.find((o) => o.id === choices.get(cur.id)) || next.reduce((a, b) => (b.id > a.id ? b : a));
+      cur = next.find((o) => o.id === choices.get(cur.id)) || next[next.length - 1];
       out.push(cur);
     }
   }
@@ -167,18 +187,21 @@ export class MessageView {
     this.navDue = true;
     queueMicrotask(() => {
       this.navDue = false;
-      for (const [id, li] of this.items) this.setNav(li, this.msgs.get(id), (v) => this.showVersion(v.superseded ? { at: id, pick: v.id, choices: new Map() } : null));
+      const idx = this.versionIndex();
+      for (const [id, li] of this.items) {
+        this.setNav(li, this.msgs.get(id), idx, (v) => this.showVersion(v.superseded ? { at: id, pick: v.id, choices: new Map() } : null));
+      }
     });
   }
 
   // setNav puts "‹ k/n ›" in li's header when message m has other
-  // versions, k that of version shown (m's own by default); pick(v) shows
-  // version v.
-  setNav(li, m, pick, shown = m && m.id) {
+  // versions (idx: versionIndex), k that of version shown (m's own by
+  // default); pick(v) shows version v.
+  setNav(li, m, idx, pick, shown = m && m.id) {
     li.querySelector(".versions-nav")?.remove();
     const role = li.querySelector(".msg-role");
     if (!m || !role) return;
-    const all = this.versionsOf(m);
+    const all = this.versionsOf(m, idx);
     const k = all.findIndex((v) => v.id === shown);
     if (all.length < 2 || k < 0) return;
     // The button pressed goes with the version it showed: focus moves to
@@ -221,14 +244,15 @@ export class MessageView {
     const ol = h("ol", { class: "version-messages" });
     const view = new MessageView(ol, { readOnly: true, renderFile: this.hooks.renderFile });
     view.clientHistory = this.clientHistory;
-    const branch = this.branchOf(pick, alt.choices);
+    const idx = this.versionIndex();
+    const branch = this.branchOf(pick, alt.choices, idx);
     for (const m of branch) view.add(m);
     const li = h("li", { class: "msg-branch", dataset: { pos: String(Number(at.dataset.pos) - 0.01), version: String(pick.id) } },
       h("p", { class: "branch-note muted" }, "An earlier version, as it read: the model no longer sees it."), ol);
     for (const m of branch) {
       const el = ol.querySelector(`li[data-old-id="${m.id}"]`);
-      if (m === pick) this.setNav(el, this.msgs.get(alt.at), (v) => this.showVersion(v.superseded ? { ...alt, pick: v.id, choices: new Map() } : null), pick.id);
-      else this.setNav(el, m, (v) => this.showVersion({ ...alt, choices: new Map(alt.choices).set(v.parent_id || 0, v.id) }));
+      if (m === pick) this.setNav(el, this.msgs.get(alt.at), idx, (v) => this.showVersion(v.superseded ? { ...alt, pick: v.id, choices: new Map() } : null), pick.id);
+      else this.setNav(el, m, idx, (v) => this.showVersion({ ...alt, choices: new Map(alt.choices).set(v.parent_id || 0, v.id) }));
     }
     this.branchEl = li;
     this.place(li);
