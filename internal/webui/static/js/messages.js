@@ -5,9 +5,10 @@
 // compaction is a divider with its summary folded away. A message an edit
 // or Regenerate wrote again carries "‹ 2/3 ›": its earlier versions, each
 // shown read-only with what followed it. User messages and answers carry
-// their actions (edit, regenerate, fork), which hooks carry out: onEdit(id, content) and onRegenerate() and onFork(id) return an
-// error message, or "" when the server took the request. renderFile(p)
-// makes the element of a file part.
+// their actions (edit, regenerate, fork), which hooks carry out:
+// onEdit(id, content) and onRegenerate() and onFork(id) return an error
+// message, or "" when the server took the request. renderFile(p) makes the
+// element of a file part.
 
 import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -110,8 +111,10 @@ export class MessageView {
     const parents = new Map(gone.map((m) => [m.id, this.parentOf(m, idx)]));
     for (const m of gone) {
       const li = this.items.get(m.id);
-      this.forget(li);
-      li.remove();
+      if (li) {
+        this.forget(li);
+        li.remove();
+      }
       this.items.delete(m.id);
       this.msgs.delete(m.id);
       this.addOld({ ...m, superseded: true, parent_id: parents.get(m.id) });
