@@ -318,7 +318,7 @@ func Decode(raw []byte, a *Agent) error {
 func jsonFieldError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field := te.Field
+		field := strings.TrimPrefix(te.Field, "Definition.") // the embedded struct is no level of the JSON
 		if field == "" {
 			field = "body"
 		}

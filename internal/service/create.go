@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
@@ -67,9 +68,19 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 
 // Create is CreateChat, and it also returns the request's warnings.
 func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created, error) {
+	var from agent.Agent
+	if in.Agent != "" {
+		var err error
+		if from, err = s.fromAgent(ctx, owner, &in); err != nil {
+			return Created{}, err
+		}
+	}
 	c, first, err := s.newChat(owner, in)
 	if err != nil {
 		return Created{}, err
+	}
+	if in.Agent != "" {
+		c.Agent, c.AgentVersion = from.Name, from.Version
 	}
 	if first != nil {
 		if err := s.resolveFiles(ctx, owner, "message", first); err != nil {
@@ -210,6 +221,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		Approve:           in.Approve,
 		Labels:            labels,
 		ToolResultTimeout: timeout,
+		ResponseFormat:    in.ResponseFormat,
 	}
 	if first != nil {
 		c.Status = chat.Pending
