@@ -39,7 +39,7 @@ func TestAgentRoutes(t *testing.T) {
 		a := s.createAgent(alice, map[string]any{"name": "researcher", "description": "finds things", "model": "fast",
 			"system_prompt": "You research.", "tools": []string{"http_*"}, "labels": map[string]string{"team": "x"},
 			"output_schema": map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}},
-			"limits": map[string]any{"max_steps": 4, "timeout": "5m"}})
+			"limits":        map[string]any{"max_steps": 4, "timeout": "5m"}})
 		if a.Version != 1 || a.Source != "api" || a.Owner != "alice" || a.Model != "fast" || a.Limits.Timeout != "5m" || a.CreatedAt.IsZero() {
 			t.Fatalf("created %+v", a)
 		}
@@ -259,7 +259,7 @@ func TestChatFromAgent(t *testing.T) {
 		runEngine(t, s)
 		alice, bob := s.token("alice"), s.token("bob")
 		s.createAgent(alice, map[string]any{"name": "researcher", "model": "other", "system_prompt": "You research.",
-			"labels": map[string]string{"team": "x", "kind": "agent"},
+			"labels":        map[string]string{"team": "x", "kind": "agent"},
 			"dynamic_tools": []map[string]any{{"name": "lookup", "description": "looks up", "input_schema": map[string]any{"type": "object"}}},
 			"output_schema": map[string]any{"type": "object"}})
 

@@ -364,4 +364,3 @@ func (s *Service) moveToAgentVersion(ctx context.Context, tx store.Tx, c *chat.C
 	c.ResponseFormat = a.ResponseFormat()
 	return tx.SetChatAgentVersion(ctx, c)
 }
-
