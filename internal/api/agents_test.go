@@ -355,3 +355,28 @@ func TestChatAgentVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestAISDKAgent: parley.agent makes the app's chat from the agent; its
+// system prompt reaches the model, and the request's labels join the
+// agent's.
+func TestAISDKAgent(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	s := newLive(t, fake)
+	tok := s.token("alice")
+	s.createAgent(tok, map[string]any{"name": "support", "system_prompt": "You support.", "labels": map[string]string{"team": "help"}})
+	fake.Push(llmtest.Turn{Text: "How can I help?"})
+	cs, done := uiChunks(t, s, tok, map[string]any{"id": "app-1", "trigger": "submit-message", "messages": []any{userMsg("hi")},
+		"parley": map[string]any{"agent": "support", "title": "t"}})
+	if !done || cs[len(cs)-1]["finishReason"] != "stop" {
+		t.Fatalf("chunks = %v", cs)
+	}
+	chats := s.listChats(tok, "?label=ai-sdk-chat:app-1").Chats
+	if len(chats) != 1 || chats[0].Agent != "support" || chats[0].AgentVersion != 1 || chats[0].Labels["team"] != "help" || chats[0].Labels["api"] != "ai-sdk" {
+		t.Fatalf("chats of app-1 = %+v", chats)
+	}
+	if got := lastRequest(t, fake).system(); got != "You support." {
+		t.Fatalf("system prompt %q, want the agent's", got)
+	}
+	s.do("POST", "/api/v1/ai-sdk/chat", tok, map[string]any{"id": "app-2", "messages": []any{userMsg("hi")},
+		"parley": map[string]any{"agent": "nobody"}}).expectError(t, http.StatusBadRequest, "invalid_field")
+}
