@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // agentList is the body of GET /api/v1/agents.
@@ -201,6 +202,15 @@ func TestConfigAgents(t *testing.T) {
 	if c.Agent != "helper" || c.AgentVersion != 1 || c.SystemPrompt != "Help." {
 		t.Fatalf("chat from a configured agent = %+v", c)
 	}
+	var moved chat.Chat
+	s.do("PATCH", "/api/v1/chats/"+c.ID, bob, map[string]any{"agent_version": 1}).expect(t, http.StatusOK, &moved)
+	if moved.AgentVersion != 1 || moved.SystemPrompt != "Help." {
+		t.Fatalf("moved = %+v", moved)
+	}
+	s.do("PATCH", "/api/v1/chats/"+c.ID, bob, map[string]any{"agent_version": 2}).expectError(t, http.StatusBadRequest, "invalid_field")
+	// A chat that has work in progress does not move (no engine runs here).
+	s.force(c.ID, nil, store.Transition{From: chat.Waiting, To: chat.Pending})
+	s.do("PATCH", "/api/v1/chats/"+c.ID, bob, map[string]any{"agent_version": "latest"}).expectError(t, http.StatusConflict, "status_conflict")
 }
 
 // twoModels is a live configuration with two models on the fake: "fake"
