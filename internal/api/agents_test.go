@@ -73,6 +73,15 @@ func TestAgentRoutes(t *testing.T) {
 		if same.Version != 3 {
 			t.Fatalf("an unchanged PATCH made version %d", same.Version)
 		}
+		// What a GET answered can be sent back whole: the server's fields
+		// are ignored, and nothing changed makes no version.
+		r := s.do("GET", "/api/v1/agents/researcher", alice, nil)
+		var back agent.Agent
+		s.do("PUT", "/api/v1/agents/researcher", alice, r.body).expect(t, http.StatusOK, &back)
+		if back.Version != 3 {
+			t.Fatalf("PUT of the agent as read made version %d", back.Version)
+		}
+		s.do("PUT", "/api/v1/agents/researcher", alice, map[string]any{"name": "other"}).expectError(t, http.StatusBadRequest, "invalid_field")
 		s.do("PATCH", "/api/v1/agents/researcher", alice, map[string]any{"name": "other"}).expectError(t, http.StatusBadRequest, "invalid_field")
 		s.do("PUT", "/api/v1/agents/nobody", alice, map[string]any{}).expectError(t, http.StatusNotFound, "not_found")
 		s.do("PATCH", "/api/v1/agents/nobody", alice, map[string]any{}).expectError(t, http.StatusNotFound, "not_found")
