@@ -150,6 +150,9 @@ type Checker struct {
 	// MaxDepth is how deep delegation may go: 1 lets an agent name
 	// subagents that name none.
 	MaxDepth int
+	// MaxSteps is the server's limit of model calls per run, which an
+	// agent's limits.max_steps may lower but not raise; 0: no limit.
+	MaxSteps int
 }
 
 // Check reports the first field of a that is wrong, as a
@@ -209,8 +212,8 @@ func (c Checker) Check(a *Agent) error {
 		}
 		seen[s] = true
 	}
-	if d.Limits.MaxSteps < 0 {
-		return &chat.ValidationError{Field: "limits.max_steps", Message: "must not be negative"}
+	if n := d.Limits.MaxSteps; n < 0 || (c.MaxSteps > 0 && n > c.MaxSteps) {
+		return &chat.ValidationError{Field: "limits.max_steps", Message: fmt.Sprintf("%d must be from 0 (the server's limit) to the server's limits.max_steps (%d)", n, c.MaxSteps)}
 	}
 	if t := d.Limits.Timeout; t != "" {
 		v, err := time.ParseDuration(t)

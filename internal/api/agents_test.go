@@ -399,3 +399,28 @@ func TestAISDKAgent(t *testing.T) {
 	s.do("POST", "/api/v1/ai-sdk/chat", tok, map[string]any{"id": "app-2", "messages": []any{userMsg("hi")},
 		"parley": map[string]any{"agent": "nobody"}}).expectError(t, http.StatusBadRequest, "invalid_field")
 }
+
+// TestAgentMaxSteps: an agent's limits.max_steps caps each run of its
+// chats below the server's limit; above the server's limit it is refused.
+func TestAgentMaxSteps(t *testing.T) {
+	fake := llmtest.NewOpenAIChat(t)
+	s := newLive(t, fake, withServerTools(t, "lookup"))
+	tok := s.token("alice")
+	e := s.do("POST", "/api/v1/agents", tok, map[string]any{"name": "a", "limits": map[string]any{"max_steps": s.cfg.Limits.MaxSteps + 1}}).
+		expectError(t, http.StatusBadRequest, "invalid_field")
+	if e.Error.Details["field"] != "limits.max_steps" {
+		t.Fatalf("field %v", e.Error.Details["field"])
+	}
+	s.createAgent(tok, map[string]any{"name": "brief", "limits": map[string]any{"max_steps": 1}})
+	// The first model call asks for a tool; a second call would pass the
+	// agent's limit of one.
+	fake.Push(llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "lookup", Args: `{}`}}})
+	c := s.createChat(tok, map[string]any{"agent": "brief", "message": "go", "title": "t"})
+	got := s.waitFor(tok, c.ID, chat.Error)
+	if got.LastError == nil || got.LastError.Kind != "max_steps" || !strings.Contains(got.LastError.Message, "limit of 1 model calls") {
+		t.Fatalf("last_error = %+v", got.LastError)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("%d model calls, want 1", n)
+	}
+}

@@ -82,6 +82,7 @@ func (c *Config) AgentChecker(serverTool func(string) bool) agent.Checker {
 		ServerTool: serverTool,
 		Limits:     c.Limits.Chat(),
 		MaxDepth:   c.Subagents.MaxDepth,
+		MaxSteps:   c.Limits.MaxSteps,
 	}
 }
 

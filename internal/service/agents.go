@@ -344,12 +344,12 @@ func (s *Service) agentVersion(ctx context.Context, r store.Reader, c chat.Chat,
 
 // moveToAgentVersion sets the chat's fields to those agent version a
 // gives: model (the default when it names none), system prompt, tools,
-// approve, dynamic tools and response format.
+// approve, dynamic tools, response format and max steps.
 func (s *Service) moveToAgentVersion(ctx context.Context, tx store.Tx, c *chat.Chat, a agent.Agent) error {
 	if !slices.Contains([]chat.Status{chat.Waiting, chat.Error}, c.Status) {
 		return &StatusError{ChatID: c.ID, Status: c.Status, Reason: "a chat moves to another agent version only while it is waiting or in error"}
 	}
-	c.AgentVersion = a.Version
+	c.AgentVersion, c.MaxSteps = a.Version, a.Limits.MaxSteps
 	c.Model = a.Model
 	if c.Model == "" {
 		c.Model = s.cfg.DefaultModel

@@ -141,7 +141,7 @@ func (s *Service) newChatFrom(ctx context.Context, owner string, in NewChat) (ch
 	}
 	c, first, err := s.newChat(owner, in)
 	if err == nil && in.Agent != "" {
-		c.Agent, c.AgentVersion = from.Name, from.Version
+		c.Agent, c.AgentVersion, c.MaxSteps = from.Name, from.Version, from.Limits.MaxSteps
 	}
 	return c, first, err
 }

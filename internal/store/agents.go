@@ -50,7 +50,7 @@ type AgentWriter interface {
 	DeleteAgent(ctx context.Context, owner, name string) error
 	// SetChatAgentVersion moves a chat to another version of its agent:
 	// it writes c.AgentVersion and the fields the version gives the chat
-	// (model, system prompt, tools, approve, dynamic tools) and bumps
+	// (model, system prompt, tools, approve, dynamic tools, max steps) and bumps
 	// the chat's version and UpdatedAt, which it sets on c. ErrNotFound if
 	// the chat does not exist.
 	SetChatAgentVersion(ctx context.Context, c *chat.Chat) error

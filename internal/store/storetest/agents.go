@@ -287,13 +287,13 @@ func testAgentChatColumns(t *testing.T, open opener) {
 	if got := getChat(t, s, plain.ID); got.Agent != "" || got.AgentVersion != 0 {
 		t.Fatalf("chat without agent = %q v%d", got.Agent, got.AgentVersion)
 	}
-	c := addChat(t, s, chat.Chat{Agent: "researcher", AgentVersion: 2, SystemPrompt: "old"})
+	c := addChat(t, s, chat.Chat{Agent: "researcher", AgentVersion: 2, SystemPrompt: "old", MaxSteps: 7})
 	got := getChat(t, s, c.ID)
-	if got.Agent != "researcher" || got.AgentVersion != 2 {
-		t.Fatalf("chat = agent %q v%d; want researcher v2", got.Agent, got.AgentVersion)
+	if got.Agent != "researcher" || got.AgentVersion != 2 || got.MaxSteps != 7 {
+		t.Fatalf("chat = agent %q v%d max_steps %d; want researcher v2, 7", got.Agent, got.AgentVersion, got.MaxSteps)
 	}
 	moved := got
-	moved.AgentVersion, moved.Model, moved.SystemPrompt = 3, "m2", "new"
+	moved.AgentVersion, moved.Model, moved.SystemPrompt, moved.MaxSteps = 3, "m2", "new", 0
 	moved.Tools, moved.Approve = chat.ToolGlobs{}, chat.ToolGlobs{"x_*"}
 	moved.DynamicTools = []chat.DynamicTool{{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}}
 	inTx(t, s, func(tx store.Tx) error { return tx.SetChatAgentVersion(t.Context(), &moved) })
@@ -301,7 +301,7 @@ func testAgentChatColumns(t *testing.T, open opener) {
 		t.Fatalf("version %d -> %d, updated %v -> %v", got.Version, moved.Version, got.UpdatedAt, moved.UpdatedAt)
 	}
 	after := getChat(t, s, c.ID)
-	if after.AgentVersion != 3 || after.Model != "m2" || after.SystemPrompt != "new" || after.Tools == nil ||
+	if after.AgentVersion != 3 || after.Model != "m2" || after.SystemPrompt != "new" || after.Tools == nil || after.MaxSteps != 0 ||
 		len(after.Tools) != 0 || len(after.Approve) != 1 || len(after.DynamicTools) != 1 || after.Agent != "researcher" {
 		t.Fatalf("after the move: %+v", after)
 	}

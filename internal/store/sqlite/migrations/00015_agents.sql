@@ -3,7 +3,8 @@
 -- chats that use them, and a re-created agent continues their numbering);
 -- agent_versions holds every version's definition, never changed.
 -- chats.agent and chats.agent_version name the agent version a chat was
--- made from ('' and NULL: none).
+-- made from ('' and NULL: none); chats.max_steps caps the model calls of
+-- each of the chat's runs, as its agent version says (0: the server's).
 
 -- +goose Up
 CREATE TABLE agents (
@@ -28,8 +29,10 @@ CREATE TABLE agent_versions (
 
 ALTER TABLE chats ADD COLUMN agent TEXT NOT NULL DEFAULT '';
 ALTER TABLE chats ADD COLUMN agent_version INTEGER;
+ALTER TABLE chats ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 0;
 
 -- +goose Down
+ALTER TABLE chats DROP COLUMN max_steps;
 ALTER TABLE chats DROP COLUMN agent_version;
 ALTER TABLE chats DROP COLUMN agent;
 DROP TABLE agent_versions;
