@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/quota"
 )
@@ -38,6 +39,11 @@ type Config struct {
 	Webhooks     Webhooks `yaml:"webhooks"`
 	Files        Files    `yaml:"files"`
 	LogLevel     string   `yaml:"log_level"` // debug | info | warn | error
+	// AgentEntries are the file's agents as written; Load checks them
+	// into Agents, which every owner sees and none may change.
+	AgentEntries []map[string]any `yaml:"agents"`
+	Agents       []agent.Agent    `yaml:"-"`
+	Subagents    Subagents        `yaml:"subagents"`
 }
 
 // Quotas are what each owner may use (docs/operations.md): Defaults for
@@ -271,7 +277,8 @@ func Default() Config {
 			PollInterval:  Duration(2 * time.Second),
 			MaxRecoveries: 3,
 		},
-		Webhooks: defaultWebhooks(),
+		Webhooks:  defaultWebhooks(),
+		Subagents: Subagents{MaxDepth: DefaultSubagentDepth},
 	}
 }
 
@@ -398,6 +405,9 @@ func (c *Config) check() error {
 		return fmt.Errorf("engine: heartbeat (%s) must be shorter than lease_ttl (%s)", time.Duration(c.Engine.Heartbeat), time.Duration(c.Engine.LeaseTTL))
 	}
 	if err := c.Tools.LuaRuntime.check(); err != nil {
+		return err
+	}
+	if err := c.checkAgents(); err != nil {
 		return err
 	}
 	if n := c.Tools.MaxResultBytes; n <= 0 || n > MaxResultBytesLimit {

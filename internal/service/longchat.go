@@ -240,7 +240,8 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		}
 		fork = chat.Chat{ID: newID.String(), Owner: owner, Title: src.Title, Model: src.Model, SystemPrompt: src.SystemPrompt,
 			Status: chat.Waiting, DynamicTools: src.DynamicTools, Tools: src.Tools, Approve: src.Approve,
-			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout}
+			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout,
+			Agent: src.Agent, AgentVersion: src.AgentVersion, MaxSteps: src.MaxSteps}
 		if fork.Labels == nil {
 			fork.Labels = map[string]string{}
 		}

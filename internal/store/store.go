@@ -113,6 +113,7 @@ type Store interface {
 
 // Reader holds the queries that need no transaction.
 type Reader interface {
+	AgentReader
 	// GetChat returns a chat by id; ErrNotFound if it does not exist.
 	GetChat(ctx context.Context, id string) (chat.Chat, error)
 	// ListChats returns one page of a owner's chats, newest first.
@@ -182,6 +183,7 @@ type Reader interface {
 // Tx is one transaction. Its methods may only be used inside InTx's fn.
 type Tx interface {
 	Reader
+	AgentWriter
 
 	// AfterCommit has fn run once the transaction has committed (never if it
 	// rolls back), before the caller of InTx gets its result. Where the

@@ -19,7 +19,7 @@ const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_too
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
 	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested`
+	compact_requested, agent, agent_version, max_steps`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row pgx.Row) (chat.Chat, error) {
@@ -28,14 +28,18 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 		status                                 string
 		tools, labels, lastErr, globs, approve []byte
 		timeoutMS                              int64
+		agentVersion                           *int64
 	)
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
 		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested)
+		&c.CompactRequested, &c.Agent, &agentVersion, &c.MaxSteps)
 	if err != nil {
 		return chat.Chat{}, err
+	}
+	if agentVersion != nil {
+		c.AgentVersion = int(*agentVersion)
 	}
 	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
 		return chat.Chat{}, err
@@ -158,13 +162,13 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
 			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json,
-			$23::boolean
+			$23::boolean, $24::text, $25::integer, $26::integer
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
 		c.Archived, js.LastError, c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), dbutil.UTCPtr(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
-		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested)
+		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), c.MaxSteps)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}

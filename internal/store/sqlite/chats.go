@@ -18,7 +18,7 @@ const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_too
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
 	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested`
+	compact_requested, agent, agent_version, max_steps`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
@@ -27,15 +27,17 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 		tools, labels, lastErr, globs, approve []byte
 		timeoutMS, created, updated            int64
 		deadline, leaseExpires                 sql.NullInt64
+		agentVersion                           sql.NullInt64
 	)
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
 		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested)
+		&c.CompactRequested, &c.Agent, &agentVersion, &c.MaxSteps)
 	if err != nil {
 		return chat.Chat{}, err
 	}
+	c.AgentVersion = int(agentVersion.Int64)
 	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
 		return chat.Chat{}, err
 	}
@@ -154,14 +156,14 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
 		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
 		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools), text(js.Approve),
-		c.CompactRequested, c.Owner)
+		c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), c.MaxSteps, c.Owner)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Webhooks", webhookTests},
 		{"Files", fileTests},
 		{"AppChats", appChatTests},
+		{"Agents", agentTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
