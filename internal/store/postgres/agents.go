@@ -169,9 +169,10 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	err = t.q.QueryRow(ctx, `UPDATE chats SET agent_version = $2, model = $3, system_prompt = $4, tools = $5::json,
-			approve = $6::json, dynamic_tools = $7::json, max_steps = $9, version = version + 1, updated_at = $8
+			approve = $6::json, dynamic_tools = $7::json, max_steps = $9, response_format = $10,
+			version = version + 1, updated_at = $8
 		WHERE id = $1 RETURNING version`,
-		c.ID, c.AgentVersion, c.Model, c.SystemPrompt, js.Tools, js.Approve, js.DynamicTools, now, c.MaxSteps).Scan(&c.Version)
+		c.ID, c.AgentVersion, c.Model, c.SystemPrompt, js.Tools, js.Approve, js.DynamicTools, now, c.MaxSteps, textOf(js.ResponseFormat)).Scan(&c.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
