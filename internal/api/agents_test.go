@@ -282,7 +282,7 @@ func TestChatFromAgent(t *testing.T) {
 			"dynamic_tools": []map[string]any{{"name": "lookup", "description": "looks up", "input_schema": map[string]any{"type": "object"}}},
 			"output_schema": map[string]any{"type": "object"}})
 
-		fake.Push(llmtest.Turn{Text: "found"})
+		fake.Push(llmtest.Turn{Text: `{"found": true}`})
 		c := s.createChat(alice, map[string]any{"agent": "researcher", "message": "find it", "title": "t", "labels": map[string]string{"kind": "mine"}})
 		if c.Agent != "researcher" || c.AgentVersion != 1 || c.Model != "other" || c.SystemPrompt != "You research." ||
 			c.Labels["team"] != "x" || c.Labels["kind"] != "mine" || len(c.DynamicTools) != 1 {
@@ -298,14 +298,15 @@ func TestChatFromAgent(t *testing.T) {
 		}
 		var read chat.Chat
 		s.do("GET", "/api/v1/chats/"+c.ID, alice, nil).expect(t, http.StatusOK, &read)
-		if read.Agent != "researcher" || read.AgentVersion != 1 {
-			t.Fatalf("read back = agent %q v%d", read.Agent, read.AgentVersion)
+		if read.Agent != "researcher" || read.AgentVersion != 1 || read.ResponseFormat == nil ||
+			read.ResponseFormat.JSONSchema.Name != "researcher" || string(read.Output) != `{"found":true}` {
+			t.Fatalf("read back = agent %q v%d, format %+v, output %s", read.Agent, read.AgentVersion, read.ResponseFormat, read.Output)
 		}
 
-		// The request's fields override the agent's.
+		// The request's fields override the agent's, its format among them.
 		fake.Push(llmtest.Turn{Text: "ok"})
 		o := s.createChat(alice, map[string]any{"agent": "researcher", "model": "fake", "system_prompt": "Be brief.",
-			"dynamic_tools": []any{}, "message": "hi", "title": "t"})
+			"dynamic_tools": []any{}, "message": "hi", "title": "t", "response_format": map[string]any{"type": "text"}})
 		s.waitFor(alice, o.ID, chat.Waiting)
 		r = lastRequest(t, fake)
 		if o.Model != "fake" || r.Model != "gpt-test" || r.system() != "Be brief." || len(r.Tools) != 0 {
