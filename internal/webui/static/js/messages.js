@@ -12,6 +12,7 @@ import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { addCodeCopy, copyButton } from "./copy.js";
 import { toolOutput } from "./toolout.js";
+import { isRepair, outputPart, repairPart, roleLabel } from "./output.js";
 
 export class MessageView {
   constructor(ol, hooks) {
@@ -295,7 +296,8 @@ export class MessageView {
     }
     const parts = m.parts || [];
     if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0], this.summarised(parts[0]));
-    li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
+    if (isRepair(m)) li.dataset.repair = "true";
+    li.append(h("div", { class: "msg-role" }, roleLabel(m)));
     // Every answer the model finished carries its usage; one without was
     // cut short by Stop (the text streamed until then is kept). In a chat
     // made through a compatible API (labelled "api") the client may have
@@ -307,6 +309,8 @@ export class MessageView {
       else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
       else if (p.type === "file" && this.hooks.renderFile) li.append(this.hooks.renderFile(p));
+      else if (p.type === "output") li.append(outputPart(p));
+      else if (p.type === "output-repair") li.append(repairPart(p));
     }
     if (stopped) li.append(h("p", { class: "msg-stopped" }, "Stopped — this answer was cut short"));
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
@@ -329,7 +333,7 @@ export class MessageView {
       status.hidden = !err;
     };
     const user = m.role === "user";
-    const edit = user && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
+    const edit = user && !isRepair(m) && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
       onclick: () => this.edit(li, m) }, "Edit");
     const regen = !user && h("button", { type: "button", class: "msg-regenerate needs-idle", "aria-label": "Regenerate this answer",
       onclick: (e) => run(e.currentTarget, () => this.hooks.onRegenerate()) }, "Regenerate");
