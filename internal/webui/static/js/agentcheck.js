@@ -102,34 +102,32 @@ const simpleTypes = ["array", "boolean", "integer", "null", "number", "object", 
 const sub = { $ref: "#/$defs/schema" };
 const subList = { type: "array", minItems: 1, items: sub };
 const count = { type: "integer", minimum: 0 };
-const metaSchema = {
-  $defs: {
-    schema: {
-      type: ["object", "boolean"],
-      properties: {
-        type: { type: ["string", "array"], items: { enum: simpleTypes } },
-        properties: { type: "object", additionalProperties: sub },
-        patternProperties: { type: "object", additionalProperties: sub },
-        additionalProperties: sub, items: sub, prefixItems: subList, contains: sub, not: sub,
-        if: sub, then: sub, else: sub, propertyNames: sub,
-        allOf: subList, anyOf: subList, oneOf: subList,
-        $defs: { type: "object", additionalProperties: sub },
-        definitions: { type: "object", additionalProperties: sub },
-        required: { type: "array", items: { type: "string" }, uniqueItems: true },
-        enum: { type: "array" },
-        $ref: { type: "string" }, $id: { type: "string" }, $schema: { type: "string" },
-        title: { type: "string" }, description: { type: "string" }, format: { type: "string" },
-        pattern: { type: "string", format: "regex" },
-        minimum: { type: "number" }, maximum: { type: "number" },
-        exclusiveMinimum: { type: "number" }, exclusiveMaximum: { type: "number" },
-        multipleOf: { type: "number", exclusiveMinimum: 0 },
-        minLength: count, maxLength: count, minItems: count, maxItems: count,
-        minProperties: count, maxProperties: count, uniqueItems: { type: "boolean" },
-      },
-    },
+const schemaShape = {
+  type: ["object", "boolean"],
+  properties: {
+    type: { type: ["string", "array"], items: { enum: simpleTypes } },
+    properties: { type: "object", additionalProperties: sub },
+    patternProperties: { type: "object", additionalProperties: sub },
+    additionalProperties: sub, items: sub, prefixItems: subList, contains: sub, not: sub,
+    if: sub, then: sub, else: sub, propertyNames: sub,
+    allOf: subList, anyOf: subList, oneOf: subList,
+    $defs: { type: "object", additionalProperties: sub },
+    definitions: { type: "object", additionalProperties: sub },
+    required: { type: "array", items: { type: "string" }, uniqueItems: true },
+    enum: { type: "array" },
+    $ref: { type: "string" }, $id: { type: "string" }, $schema: { type: "string" },
+    title: { type: "string" }, description: { type: "string" }, format: { type: "string" },
+    pattern: { type: "string", format: "regex" },
+    minimum: { type: "number" }, maximum: { type: "number" },
+    exclusiveMinimum: { type: "number" }, exclusiveMaximum: { type: "number" },
+    multipleOf: { type: "number", exclusiveMinimum: 0 },
+    minLength: count, maxLength: count, minItems: count, maxItems: count,
+    minProperties: count, maxProperties: count, uniqueItems: { type: "boolean" },
   },
-  $ref: "#/$defs/schema",
 };
+// The root is the shape itself (not a $ref to it), so that the errors at
+// the top level name the keyword's value in words.
+const metaSchema = { ...schemaShape, $defs: { schema: schemaShape } };
 const metaValidator = new Validator(metaSchema, "2020-12", false);
 
 // schemaProblems checks the text of an output schema: [] when it can be
