@@ -43,6 +43,12 @@ type Chat struct {
 	// Version grows with every change of the chat; of two copies of a chat,
 	// the one with the greater Version is the newer.
 	Version int64 `json:"version"`
+	// ResponseFormat asks each turn's final answer as JSON valid against a
+	// schema (structured output); nil: free text.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Output is the structured output of the chat's last turn; nil when
+	// it has none (and in lists of chats).
+	Output json.RawMessage `json:"output,omitempty"`
 	// Warnings are set by CreateChat only: what the server noticed about
 	// the request without refusing it, like a glob of Tools that matches no
 	// server-side tool now.
@@ -181,7 +187,42 @@ const (
 	// and Name are what the server found when it was stored. Send one with
 	// FilePart.
 	PartFile = "file"
+	// PartOutput is a turn's structured output: JSON holds the final
+	// answer's value, valid against the turn's response format, beside
+	// the text it was read from.
+	PartOutput = "output"
+	// PartOutputRepair is the only part of a user message the server
+	// wrote, not a person: Text asks the model to answer again in the
+	// turn's response format, quoting what was wrong.
+	PartOutputRepair = "output-repair"
 )
+
+// ResponseFormat asks for answers as JSON valid against a schema, in
+// OpenAI's shape: {"type": "json_schema", "json_schema": {...}}, or
+// {"type": "text"} for free text. JSONSchemaFormat makes one.
+type ResponseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *JSONSchemaFormat `json:"json_schema,omitempty"`
+}
+
+// JSONSchemaFormat is a response format's name (letters, digits, '_' and
+// '-'; "output" when empty), its schema (of an object, at most 64 KiB, no
+// remote $ref) and whether the provider should constrain the answer to it.
+type JSONSchemaFormat struct {
+	Name   string          `json:"name,omitempty"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict,omitempty"`
+}
+
+// JSONSchema returns the response format that asks for JSON valid against
+// schema.
+func JSONSchema(name string, schema json.RawMessage, strict bool) *ResponseFormat {
+	return &ResponseFormat{Type: "json_schema", JSONSchema: &JSONSchemaFormat{Name: name, Schema: schema, Strict: strict}}
+}
+
+// TextFormat is the response format of free text: on a message, it turns
+// the chat's format off for that message's turn.
+var TextFormat = &ResponseFormat{Type: "text"}
 
 // Why a compaction was made (Part.Source of a PartCompaction).
 const (
@@ -217,6 +258,9 @@ type Part struct {
 	FileID    string `json:"file_id,omitempty"`
 	MediaType string `json:"media_type,omitempty"`
 	Name      string `json:"name,omitempty"`
+
+	// JSON is a PartOutput's value.
+	JSON json.RawMessage `json:"json,omitempty"`
 }
 
 // ToolDecision is who decided what on a call that needed approval, as the
@@ -231,10 +275,12 @@ type ToolDecision struct {
 
 // QueuedMessage is a user message that waits until the chat's run ends.
 type QueuedMessage struct {
-	ID        int64     `json:"id"`
-	ChatID    string    `json:"chat_id"`
-	Parts     []Part    `json:"parts"`
-	CreatedAt time.Time `json:"created_at"`
+	ID     int64  `json:"id"`
+	ChatID string `json:"chat_id"`
+	Parts  []Part `json:"parts"`
+	// ResponseFormat is the format the message asked for its turn.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
 }
 
 // Model is a model configured on the server.
@@ -300,6 +346,9 @@ type CreateChatRequest struct {
 	// Agent names the agent the chat starts from: its current version
 	// gives every field the request leaves out.
 	Agent string `json:"agent,omitempty"`
+	// ResponseFormat asks each turn's final answer as JSON valid against a
+	// schema (JSONSchema); nil: free text.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 }
 
 // MarshalJSON writes ToolResultTimeout as the API's Go duration string, and
@@ -392,6 +441,9 @@ type PostMessageRequest struct {
 	// Busy is BusyQueue (the default when empty), BusyInterrupt or
 	// BusyReject.
 	Busy string `json:"busy,omitempty"`
+	// ResponseFormat asks the final answer of this message's turn, and of
+	// it only, in a format (TextFormat: free text); nil: the chat's.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 }
 
 // PostMessageResult is where a posted message went: into the history

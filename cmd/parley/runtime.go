@@ -162,6 +162,10 @@ func startEngine(ctx context.Context, cfg *config.Config, models *catalog.Catalo
 	ec.PollInterval = time.Duration(cfg.Engine.PollInterval)
 	ec.MaxRecoveries = cfg.Engine.MaxRecoveries
 	ec.MaxSteps = cfg.Limits.MaxSteps
+	ec.MaxRepairs = cfg.StructuredOutput.MaxRepairs
+	if ec.MaxRepairs == 0 {
+		ec.MaxRepairs = -1 // none: the engine's zero is its default
+	}
 	ec.ToolResultTimeout = time.Duration(cfg.Limits.ToolResultTimeout)
 	ec.Budget = &quota.Budget{Defaults: cfg.Quotas.Defaults}
 	ec.Files = st // the bytes of the files each model call sends

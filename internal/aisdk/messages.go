@@ -26,7 +26,7 @@ func Messages(history []chat.Message, clientTools map[string]bool, pending []cha
 	}
 	if running && len(queued) == 0 {
 		for i := len(history) - 1; i >= 0; i-- {
-			if history[i].Role == chat.RoleUser {
+			if history[i].Role == chat.RoleUser && !chat.IsRepair(history[i]) {
 				history = history[:i+1]
 				break
 			}
@@ -47,6 +47,9 @@ func Messages(history []chat.Message, clientTools map[string]bool, pending []cha
 	for _, m := range history {
 		switch m.Role {
 		case chat.RoleUser:
+			if chat.IsRepair(m) {
+				continue // parley's request to repair a structured output: part of the answer
+			}
 			cur = nil
 			u := UIMessage{ID: MessageID(m.ID), Role: "user", Parts: []UIPart{}}
 			if m.ID < 0 {

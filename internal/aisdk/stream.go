@@ -91,7 +91,7 @@ func (m *Mapper) Event(kind string, data []byte) ([]Chunk, error) {
 			if err := json.Unmarshal(data, &ev); err != nil {
 				return nil, fmt.Errorf("aisdk: message event: %w", err)
 			}
-			if ev.Message.Role == chat.RoleUser {
+			if ev.Message.Role == chat.RoleUser && !chat.IsRepair(ev.Message) {
 				m.queued, m.running = false, true // its run comes next
 			}
 		}
@@ -295,10 +295,14 @@ func (m *Mapper) delta(emit func(Chunk), msgID int64, d events.Delta) {
 // message maps a durable message of the run: an assistant message
 // completes its step (text not streamed is sent whole, every call becomes
 // available); a tool message carries the calls' outputs; a user message
-// (one that was queued) ends the run: streams start after their own.
+// (one that was queued) ends the run: streams start after their own. A
+// request to repair a structured output is part of the run's answer.
 func (m *Mapper) message(emit func(Chunk), msg chat.Message) {
 	switch msg.Role {
 	case chat.RoleUser:
+		if chat.IsRepair(msg) {
+			return
+		}
 		// A queued message entered the history: the run this stream
 		// showed is over, and the next one answers another request. Before
 		// the stream showed anything, it is one of the queued messages

@@ -291,7 +291,9 @@ func (a *api) historyFacts(ctx context.Context, id string) (historyFacts, error)
 		h.last = m.ID
 		switch m.Role {
 		case chat.RoleUser:
-			h.lastUser = m.ID
+			if !chat.IsRepair(m) { // a person's, not a repair request
+				h.lastUser = m.ID
+			}
 		case chat.RoleTool:
 			for _, p := range m.Parts {
 				switch p.Type {

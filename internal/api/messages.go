@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/service"
 )
 
 func (a *api) listMessages(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -68,6 +69,9 @@ type postMessageRequest struct {
 	Message json.RawMessage `json:"message"`
 	Content json.RawMessage `json:"content"`
 	Busy    chat.BusyMode   `json:"busy"`
+	// ResponseFormat asks the final answer of this message's turn as JSON
+	// valid against a schema (service.Post).
+	ResponseFormat *chat.ResponseFormat `json:"response_format"`
 }
 
 // text returns the message and the name of the field that carried it: one
@@ -108,7 +112,7 @@ func (a *api) postMessage(w http.ResponseWriter, r *http.Request, owner string) 
 	if err != nil {
 		return err
 	}
-	res, err := a.svc.PostMessage(r.Context(), owner, id, content, req.Busy)
+	res, err := a.svc.Post(r.Context(), owner, id, service.Post{Content: content, Busy: req.Busy, ResponseFormat: req.ResponseFormat})
 	var ve *chat.ValidationError
 	if field != "content" && errors.As(err, &ve) && strings.HasPrefix(ve.Field, "content") {
 		// The service names the message "content": name the request's field.

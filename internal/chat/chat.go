@@ -31,6 +31,14 @@ type Chat struct {
 	// schema, unless the message that started the turn asked for its own;
 	// nil: free text.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// TurnFormat is the format the user message that started the turn in
+	// progress asked for (a {"type": "text"} one: free text); nil: the
+	// chat's own (TurnOutput).
+	TurnFormat *ResponseFormat `json:"-"`
+	// OutputRepairs counts the repair requests made in the turn in
+	// progress (PartOutputRepair); a user message that starts a turn, and
+	// a run a person asks for (retry, edit, regenerate), start it over.
+	OutputRepairs int `json:"-"`
 	// Output is the last turn's structured output: the JSON of its
 	// PartOutput, filled by reads that show one chat (not stored here).
 	Output    json.RawMessage   `json:"output,omitempty"`
@@ -143,8 +151,11 @@ type RequiredAction struct {
 // QueuedMessage is a user message that arrived while the chat was busy; it
 // becomes a Message when the run ends, in arrival order.
 type QueuedMessage struct {
-	ID        int64     `json:"id"`
-	ChatID    string    `json:"chat_id"`
-	Parts     []Part    `json:"parts"`
-	CreatedAt time.Time `json:"created_at"`
+	ID     int64  `json:"id"`
+	ChatID string `json:"chat_id"`
+	Parts  []Part `json:"parts"`
+	// ResponseFormat is the format the message asked for its turn; nil:
+	// the chat's.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
 }

@@ -86,7 +86,7 @@ func SplitsStep(history []Message, i int) bool {
 func CompactionCut(live []Message, keep int64) int {
 	var turns []int // the indexes where a turn starts, that a cut may take
 	for i, m := range live {
-		if i > 0 && m.Role == RoleUser && !SplitsStep(live, i-1) {
+		if i > 0 && m.Role == RoleUser && !IsRepair(m) && !SplitsStep(live, i-1) {
 			turns = append(turns, i)
 		}
 	}
@@ -212,7 +212,7 @@ func transcript(previous *Part, msgs []Message, clip int) string {
 	for _, m := range msgs {
 		for _, p := range m.Parts {
 			switch p.Type {
-			case PartText:
+			case PartText, PartOutputRepair:
 				fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, p.Text)
 			case PartFile:
 				fmt.Fprintf(&b, "[%s attached %s]\n\n", m.Role, FileLabel(p))

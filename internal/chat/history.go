@@ -38,7 +38,7 @@ func forModel(history []Message, out []Message) []Message {
 		}
 		calls := CallsOf(m)
 		if m.Role != RoleAssistant || len(calls) == 0 {
-			out = append(out, m)
+			out = append(out, forModelParts(m))
 			continue
 		}
 		end := i + 1

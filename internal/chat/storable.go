@@ -35,6 +35,7 @@ func MakeStorable(m *Message) {
 			p.IsError = true
 		}
 		p.Output = jsonscan.ReplaceNUL(p.Output)
+		p.JSON = jsonscan.ReplaceNUL(p.JSON)
 	}
 }
 

@@ -13,11 +13,19 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// InsertUser appends a user message to the chat's history.
-func InsertUser(ctx context.Context, tx store.Tx, chatID string, parts []chat.Part, n *events.Notice) (*chat.Message, error) {
+// InsertUser appends a person's user message to the chat's history: it
+// starts a turn, answered in the format the message asked for (nil: the
+// chat's), with no output repair made yet. It is the one place a person's
+// message enters a history after the chat's creation, so the turn's format
+// is on the chat's row whatever happens to the run (a compaction, a pause
+// for approvals or a client's results, a crash).
+func InsertUser(ctx context.Context, tx store.Tx, chatID string, parts []chat.Part, format *chat.ResponseFormat, n *events.Notice) (*chat.Message, error) {
 	m := chat.Message{ChatID: chatID, Role: chat.RoleUser, Parts: parts}
 	if err := tx.InsertMessage(ctx, &m); err != nil {
 		return nil, fmt.Errorf("insert message: %w", err)
+	}
+	if err := tx.StartTurn(ctx, chatID, format); err != nil {
+		return nil, err
 	}
 	n.Message(m)
 	return &m, nil
@@ -34,7 +42,7 @@ func PromoteQueued(ctx context.Context, tx store.Tx, chatID string, n *events.No
 		return false, fmt.Errorf("list queued: %w", err)
 	}
 	for _, q := range queued {
-		if _, err := InsertUser(ctx, tx, chatID, q.Parts, n); err != nil {
+		if _, err := InsertUser(ctx, tx, chatID, q.Parts, q.ResponseFormat, n); err != nil {
 			return false, err
 		}
 		if err := tx.DeleteQueued(ctx, q.ID); err != nil {

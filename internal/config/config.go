@@ -44,6 +44,16 @@ type Config struct {
 	AgentEntries []map[string]any `yaml:"agents"`
 	Agents       []agent.Agent    `yaml:"-"`
 	Subagents    Subagents        `yaml:"subagents"`
+	// StructuredOutput tunes answers asked for as JSON (response_format).
+	StructuredOutput StructuredOutput `yaml:"structured_output"`
+}
+
+// StructuredOutput tunes structured output (docs/structured-output.md).
+type StructuredOutput struct {
+	// MaxRepairs is how many times a turn's final answer that is not
+	// valid against its format is sent back to the model to repair,
+	// before the chat ends in error; 0 sends none back.
+	MaxRepairs int `yaml:"max_repairs"`
 }
 
 // Quotas are what each owner may use (docs/operations.md): Defaults for
@@ -277,8 +287,9 @@ func Default() Config {
 			PollInterval:  Duration(2 * time.Second),
 			MaxRecoveries: 3,
 		},
-		Webhooks:  defaultWebhooks(),
-		Subagents: Subagents{MaxDepth: DefaultSubagentDepth},
+		Webhooks:         defaultWebhooks(),
+		Subagents:        Subagents{MaxDepth: DefaultSubagentDepth},
+		StructuredOutput: StructuredOutput{MaxRepairs: 2},
 	}
 }
 
@@ -385,6 +396,9 @@ func (c *Config) check() error {
 	}
 	if err := c.Limits.check(); err != nil {
 		return err
+	}
+	if n := c.StructuredOutput.MaxRepairs; n < 0 || n > 10 {
+		return fmt.Errorf("structured_output.max_repairs %d: want 0 to 10", n)
 	}
 	if err := c.CORS.check(); err != nil {
 		return err

@@ -460,3 +460,18 @@ func TestEveryYAMLExampleInTheDocsLoads(t *testing.T) {
 		t.Fatalf("found %d yaml examples in docs/, want at least 4", examples)
 	}
 }
+
+func TestStructuredOutputMaxRepairs(t *testing.T) {
+	cfg, err := Load(Overrides{}, env{}.get)
+	if err != nil || cfg.StructuredOutput.MaxRepairs != 2 {
+		t.Fatalf("default max_repairs = %+v, %v; want 2", cfg.StructuredOutput, err)
+	}
+	cfg, err = Load(Overrides{ConfigFile: writeConfig(t, "structured_output:\n  max_repairs: 0\n")}, env{}.get)
+	if err != nil || cfg.StructuredOutput.MaxRepairs != 0 {
+		t.Fatalf("max_repairs: 0 = %+v, %v; want 0 (no repairs)", cfg.StructuredOutput, err)
+	}
+	_, err = Load(Overrides{ConfigFile: writeConfig(t, "structured_output:\n  max_repairs: -1\n")}, env{}.get)
+	if err == nil || !strings.Contains(err.Error(), "structured_output.max_repairs") {
+		t.Fatalf("max_repairs: -1 = %v; want an error naming it", err)
+	}
+}

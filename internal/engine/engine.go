@@ -47,6 +47,10 @@ type Config struct {
 	// row ends in error instead of running again: its run keeps killing
 	// the workers that take it.
 	MaxRecoveries int
+	// MaxRepairs is how many times a turn's final answer that is not
+	// valid against the turn's format goes back to the model to repair
+	// before the chat ends in error; negative: none (0: the default).
+	MaxRepairs int
 	// Budget holds the owners' quotas (its Defaults, with each owner's
 	// overrides): a run stops before a model call once the chat owner's
 	// spend or token budget is reached, and AcquireChats starts no more
@@ -71,6 +75,7 @@ func DefaultConfig() Config {
 		DeltaFlush:        2 * time.Millisecond,
 		WriteTimeout:      10 * time.Second,
 		MaxRecoveries:     3,
+		MaxRepairs:        2,
 	}
 }
 
@@ -109,6 +114,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRecoveries <= 0 {
 		c.MaxRecoveries = d.MaxRecoveries
+	}
+	switch {
+	case c.MaxRepairs == 0:
+		c.MaxRepairs = d.MaxRepairs
+	case c.MaxRepairs < 0:
+		c.MaxRepairs = 0
 	}
 	return c
 }

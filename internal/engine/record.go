@@ -25,6 +25,10 @@ type stepOutcome struct {
 	// while it streamed.
 	answer  *chat.Message
 	partial bool
+	// repair asks the model to answer again: the answer was not valid
+	// against the turn's format (output.go). It is written after the
+	// answer, and the run goes on.
+	repair *chat.Message
 	// tool is a tool message: the results of the calls that ran or were
 	// refused, in call order, or the started marks of approved calls about
 	// to run.
@@ -94,6 +98,8 @@ func endOf(ctx context.Context, o stepOutcome) end {
 		return endFailed
 	case len(o.run) > 0:
 		return goOn // its calls run next; cut short, they are answered "not executed"
+	case o.repair != nil:
+		return goOn // the model answers it next; cut short, the next run does
 	case errors.Is(cause, errInterrupted):
 		return endInterrupted
 	case len(o.awaiting) > 0:
@@ -169,6 +175,9 @@ func (r *run) recordAs(end end, o stepOutcome) error {
 	if o.tool != nil {
 		msgs = append(msgs, o.tool)
 	}
+	if o.repair != nil && end == goOn {
+		msgs = append(msgs, o.repair)
+	}
 	if err := r.reserveIDs(msgs); err != nil {
 		return err
 	}
@@ -179,7 +188,14 @@ func (r *run) recordAs(end end, o stepOutcome) error {
 		return nil // nothing to write
 	}
 	var after chat.Chat
+	repairs := r.chat.OutputRepairs
 	err := r.write(first, end.statuses(), func(ctx context.Context, tx store.Tx, n *events.Notice) error {
+		if o.repair != nil && end == goOn {
+			var err error
+			if repairs, err = tx.AddOutputRepair(ctx, r.chat.ID); err != nil {
+				return err
+			}
+		}
 		var usage chat.Usage
 		for _, m := range msgs {
 			chat.MakeStorable(m)
@@ -271,6 +287,7 @@ func (r *run) recordAs(end end, o stepOutcome) error {
 	if after.ID != "" {
 		r.chat = after
 	}
+	r.chat.OutputRepairs = repairs
 	for _, m := range msgs {
 		r.history = append(r.history, *m)
 	}

@@ -134,6 +134,9 @@ func (r *run) begin(ctx context.Context) (*stepOutcome, llm.Model, error) {
 			}
 			return r.compactAsked(ctx, model), model, nil
 		case answered(history):
+			if o := r.repairAnswered(history); o != nil {
+				return o, model, nil
+			}
 			return &stepOutcome{done: true}, model, nil
 		}
 		return nil, model, nil // the common case: nothing left open
@@ -234,7 +237,8 @@ func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.To
 	if step == 1 {
 		r.maybeTitle(model, r.history)
 	}
-	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.withFiles(ctx, r.forModel()), Tools: defs}
+	req := llm.Request{Model: model.ModelID, System: r.chat.SystemPrompt, Messages: r.withFiles(ctx, r.forModel()), Tools: defs,
+		Format: r.chat.TurnOutput()}
 
 	msgID, err := r.e.nextMessageID(ctx, r.history[len(r.history)-1].ID)
 	if err != nil {
@@ -272,6 +276,9 @@ func (r *run) step(ctx context.Context, model llm.Model, step int, defs []llm.To
 		if jsonscan.Depth(c.Args) > chat.MaxStoredDepth {
 			calls[i].Args = c.Args
 		}
+	}
+	if len(calls) == 0 {
+		return r.checkOutput(answer), nil // the turn's final answer
 	}
 	// The calls are recorded before they run: if this worker dies
 	// meanwhile, the next one answers them instead of losing them.

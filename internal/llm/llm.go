@@ -28,6 +28,18 @@ type Request struct {
 	Messages        []chat.Message // the history, oldest first: user, assistant and tool messages
 	Tools           []ToolDef      // every tool the model may call
 	MaxOutputTokens int            // 0: the provider's default
+	// Format asks the final answer as JSON valid against a schema
+	// (structured output); nil: free text. A provider passes it on as its
+	// API takes one, or says it in the system prompt (FormatInstruction);
+	// parley checks the answer either way.
+	Format *chat.OutputFormat
+}
+
+// FormatInstruction is what a provider without a native structured
+// output adds to the system prompt for f.
+func FormatInstruction(f chat.OutputFormat) string {
+	return fmt.Sprintf("Your final answer (the one that calls no tool) must be a single JSON value, "+
+		"with no prose and no code fence around it, valid against this JSON Schema (%q):\n%s", f.Name, f.Schema)
 }
 
 // EstimateTokens estimates the request's input tokens as parley counts

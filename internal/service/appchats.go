@@ -88,7 +88,7 @@ func (s *Service) PostAppMessage(ctx context.Context, owner, appID, chatID strin
 		case err != nil:
 			return err
 		case id == chatID:
-			res, err = s.post(ctx, tx, n, owner, id, parts, chat.BusyQueue)
+			res, err = s.post(ctx, tx, n, owner, id, parts, nil, chat.BusyQueue)
 			return err
 		case id != "":
 			return ErrAppChatMoved
@@ -111,7 +111,7 @@ func (s *Service) PostAppMessage(ctx context.Context, owner, appID, chatID strin
 		} else if err != nil {
 			return err
 		}
-		if res.Message, err = chattx.InsertUser(ctx, tx, c.ID, parts, n); err != nil {
+		if res.Message, err = chattx.InsertUser(ctx, tx, c.ID, parts, nil, n); err != nil {
 			return err
 		}
 		n.Feed = append(n.Feed, events.FeedEvent{Kind: events.KindCreated, Chat: c})

@@ -191,6 +191,10 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		}
 		timeout = d
 	}
+	format, err := chatFormat(in.ResponseFormat)
+	if err != nil {
+		return chat.Chat{}, nil, err
+	}
 	var first []chat.Part
 	if len(in.Message) > 0 && string(in.Message) != "null" {
 		parts, err := chat.ParseContent(in.Message, lim)
@@ -228,7 +232,7 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		Approve:           in.Approve,
 		Labels:            labels,
 		ToolResultTimeout: timeout,
-		ResponseFormat:    in.ResponseFormat,
+		ResponseFormat:    format,
 	}
 	if first != nil {
 		c.Status = chat.Pending
@@ -237,6 +241,22 @@ func (s *Service) newChat(owner string, in NewChat) (chat.Chat, []chat.Part, err
 		}
 	}
 	return c, first, nil
+}
+
+// chatFormat checks the response format a chat is created with and
+// returns the one it keeps: nil for none or {"type": "text"}.
+func chatFormat(f *chat.ResponseFormat) (*chat.ResponseFormat, error) {
+	if f == nil {
+		return nil, nil
+	}
+	out := *f
+	if err := out.Check("response_format"); err != nil {
+		return nil, err
+	}
+	if out.Output() == nil {
+		return nil, nil
+	}
+	return &out, nil
 }
 
 // checkText checks a free-text field's size and encoding; unless allowEmpty,

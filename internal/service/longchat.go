@@ -102,9 +102,9 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 		if len(page) == 0 || page[0].ID != msgID {
 			return messageNotFound(msgID)
 		}
-		if page[0].Role != chat.RoleUser {
+		if page[0].Role != chat.RoleUser || chat.IsRepair(page[0]) {
 			return &MessageError{MessageID: msgID, Status: 400, Code: "not_a_user_message",
-				Message: fmt.Sprintf("message %d is a %s message; only a user message can be edited (regenerate replaces an answer)", msgID, page[0].Role)}
+				Message: fmt.Sprintf("message %d is a %s message; only a person's user message can be edited (regenerate replaces an answer)", msgID, roleOf(page[0]))}
 		}
 		if err := tx.ReplaceParts(ctx, id, msgID, parts); err != nil {
 			return fmt.Errorf("edit message %d: %w", msgID, err)
@@ -141,8 +141,8 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 		}
 		var last int64
 		for _, m := range history {
-			if m.Role == chat.RoleUser {
-				last = m.ID
+			if m.Role == chat.RoleUser && !chat.IsRepair(m) {
+				last = m.ID // a person's: a repair request is part of the answer
 			}
 		}
 		if last == 0 {
@@ -234,7 +234,7 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		}
 		fork = chat.Chat{ID: newID.String(), Owner: owner, Title: src.Title, Model: src.Model, SystemPrompt: src.SystemPrompt,
 			Status: chat.Waiting, DynamicTools: src.DynamicTools, Tools: src.Tools, Approve: src.Approve,
-			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout,
+			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout, ResponseFormat: src.ResponseFormat,
 			Agent: src.Agent, AgentVersion: src.AgentVersion}
 		if fork.Labels == nil {
 			fork.Labels = map[string]string{}
@@ -326,17 +326,16 @@ func historyFromCompaction(ctx context.Context, r store.Reader, id string) ([]ch
 // withContext sets c.Context from the chat's last turn, or its history
 // since its newest compaction, and its model's window; it stays nil when
 // the window is unknown.
-func (s *Service) withContext(ctx context.Context, c *chat.Chat) error {
+func (s *Service) withContext(ctx context.Context, c *chat.Chat, lastTurn []chat.Message) error {
 	m, ok := s.cfg.FindModel(c.Model)
 	if !ok || m.Window() <= 0 {
 		return nil
 	}
-	// The last turn is enough when it starts with an answer that reported
-	// its tokens (a compaction after it would start the turn instead).
-	history, err := s.st.LastTurn(ctx, c.ID)
-	if err != nil {
-		return err
-	}
+	// The last turn (store.Reader.LastTurn) is enough when it starts with
+	// an answer that reported its tokens (a compaction after it would
+	// start the turn instead).
+	history := lastTurn
+	var err error
 	if len(history) == 0 || chat.IsCompaction(history[0]) || history[0].Usage == nil || history[0].Usage.InputTokens == 0 {
 		if history, err = historyFromCompaction(ctx, s.st, c.ID); err != nil {
 			return err
@@ -344,4 +343,13 @@ func (s *Service) withContext(ctx context.Context, c *chat.Chat) error {
 	}
 	c.Context = chat.ContextOf(chat.ContextTokens(history, chat.EstimateText(c.SystemPrompt)), m.Window())
 	return nil
+}
+
+// roleOf names who wrote m, for errors: its role, or "repair request" for
+// the user messages parley writes to repair a structured output.
+func roleOf(m chat.Message) string {
+	if chat.IsRepair(m) {
+		return "repair request"
+	}
+	return string(m.Role)
 }

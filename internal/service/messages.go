@@ -33,6 +33,24 @@ type PostResult struct {
 // reached, PostMessage refuses it with a *quota.ExceededError and writes
 // nothing.
 func (s *Service) PostMessage(ctx context.Context, owner, id string, content json.RawMessage, busy chat.BusyMode) (PostResult, error) {
+	return s.Post(ctx, owner, id, Post{Content: content, Busy: busy})
+}
+
+// Post is a user message to post: the body of POST
+// /api/v1/chats/{id}/messages.
+type Post struct {
+	Content json.RawMessage `json:"content"`
+	Busy    chat.BusyMode   `json:"busy"`
+	// ResponseFormat asks the final answer of the turn the message starts
+	// as JSON valid against a schema ({"type": "text"}: free text); nil
+	// leaves the chat's. It holds for that turn only, and travels with
+	// the message while it is queued.
+	ResponseFormat *chat.ResponseFormat `json:"response_format"`
+}
+
+// Post is PostMessage with everything a message may carry.
+func (s *Service) Post(ctx context.Context, owner, id string, p Post) (PostResult, error) {
+	busy := p.Busy
 	if busy == "" {
 		busy = chat.BusyQueue
 	}
@@ -40,13 +58,20 @@ func (s *Service) PostMessage(ctx context.Context, owner, id string, content jso
 		return PostResult{}, &chat.ValidationError{Field: "busy",
 			Message: fmt.Sprintf("%q must be one of %q, %q, %q", busy, chat.BusyQueue, chat.BusyInterrupt, chat.BusyReject)}
 	}
-	parts, err := s.checkPost(ctx, owner, content)
+	if p.ResponseFormat != nil {
+		f := *p.ResponseFormat
+		if err := f.Check("response_format"); err != nil {
+			return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
+		}
+		p.ResponseFormat = &f
+	}
+	parts, err := s.checkPost(ctx, owner, p.Content)
 	if err != nil {
 		return PostResult{}, fmt.Errorf("post message to %s: %w", id, err)
 	}
 	var res PostResult
 	err = s.write(ctx, func(tx store.Tx, n *events.Notice) error {
-		res, err = s.post(ctx, tx, n, owner, id, parts, busy)
+		res, err = s.post(ctx, tx, n, owner, id, parts, p.ResponseFormat, busy)
 		return err
 	})
 	if err != nil {
@@ -73,8 +98,9 @@ func (s *Service) checkPost(ctx context.Context, owner string, content json.RawM
 }
 
 // post is PostMessage's transaction: it adds or queues the message parts
-// (checked by checkPost) in the owner's chat id as busy says.
-func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner, id string, parts []chat.Part, busy chat.BusyMode) (PostResult, error) {
+// (checked by checkPost), asking for format (nil: the chat's), in the
+// owner's chat id as busy says.
+func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner, id string, parts []chat.Part, format *chat.ResponseFormat, busy chat.BusyMode) (PostResult, error) {
 	var res PostResult
 	c, err := lockOwned(ctx, tx, owner, id)
 	if err != nil {
@@ -97,7 +123,7 @@ func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner
 		if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
 			return res, err
 		}
-		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
+		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, format, n); err != nil {
 			return res, err
 		}
 		c, err = tx.TransitionChat(ctx, id, store.Transition{From: c.Status, To: chat.Pending})
@@ -107,7 +133,7 @@ func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner
 	case busy == chat.BusyReject:
 		return res, &BusyError{ChatID: id, Status: c.Status}
 	case busy == chat.BusyQueue || c.Status == chat.Running:
-		q := chat.QueuedMessage{ChatID: id, Parts: parts}
+		q := chat.QueuedMessage{ChatID: id, Parts: parts, ResponseFormat: format}
 		if err := tx.InsertQueued(ctx, &q); err != nil {
 			return res, fmt.Errorf("queue message: %w", err)
 		}
@@ -128,7 +154,7 @@ func (s *Service) post(ctx context.Context, tx store.Tx, n *events.Notice, owner
 		if _, err := chattx.PromoteQueued(ctx, tx, id, n); err != nil {
 			return res, err
 		}
-		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, n); err != nil {
+		if res.Message, err = chattx.InsertUser(ctx, tx, id, parts, format, n); err != nil {
 			return res, err
 		}
 		if c.Status == chat.RequiresAction {

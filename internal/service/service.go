@@ -97,7 +97,14 @@ func (s *Service) GetChat(ctx context.Context, owner, id string) (chat.Chat, err
 	if err := s.withRequiredAction(ctx, s.st, &c); err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
-	if err := s.withContext(ctx, &c); err != nil {
+	// The last turn shows the chat's structured output and, mostly, its
+	// context: one read on an index serves both.
+	turn, err := s.st.LastTurn(ctx, c.ID)
+	if err != nil {
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	c.Output = chat.LastOutput(turn)
+	if err := s.withContext(ctx, &c, turn); err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
 	return c, nil

@@ -212,10 +212,21 @@ type Tx interface {
 	// StatusConflictError when the chat is in another status. Leaving running
 	// clears the worker id and lease expiry (the generation stays, so a stale
 	// worker's fence fails). Any change from running, running -> running (a
-	// finished step) included, resets LeaseRecoveries. It returns the chat as it is after the change.
+	// finished step) included, resets LeaseRecoveries; a change from
+	// waiting or error to pending (a run a person asked for) resets
+	// OutputRepairs. It returns the chat as it is after the change.
 	TransitionChat(ctx context.Context, id string, t Transition) (chat.Chat, error)
 	// SetInterruptRequested sets or clears the chat's interrupt flag.
 	SetInterruptRequested(ctx context.Context, id string, v bool) error
+	// StartTurn records that a user message starts a turn of the chat:
+	// the format it asked for (chat.Chat.TurnFormat; nil: the chat's
+	// own), with no output repair made yet. ErrNotFound if the chat does
+	// not exist.
+	StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error
+	// AddOutputRepair counts one more output repair in the chat's turn in
+	// progress (chat.Chat.OutputRepairs) and returns the new count;
+	// ErrNotFound if the chat does not exist.
+	AddOutputRepair(ctx context.Context, id string) (int, error)
 	// DeleteChat removes a chat with its messages, queued messages and
 	// app chat id, and then the owner's deleted files that no chat uses any
 	// more, with the bytes no file names (see Files).

@@ -94,8 +94,9 @@ type WebhookEvent struct {
 	// Usage and ActionDeadline are set.
 	Chat chat.Chat
 	// ThroughMessageID is the chat's newest message id when the event was
-	// written, for a requires_action chat (0 otherwise): its pending calls
-	// are read as of it (TurnThrough).
+	// written, for a requires_action or waiting chat (0 otherwise): its
+	// pending calls, or the output of the turn it completed, are read as
+	// of it (TurnThrough).
 	ThroughMessageID int64
 	// Body is the request body once built (nil before).
 	Body      []byte

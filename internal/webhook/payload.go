@@ -12,8 +12,9 @@ import (
 )
 
 // MaxBodyBytes bounds a request body. A body over it sheds, in this order,
-// the pending calls' arguments, the error's message beyond a KB, and the
-// pending calls themselves, and names what it shed in data.omitted.
+// the pending calls' arguments, the error's message beyond a KB, the
+// pending calls themselves and the structured output, and names what it
+// shed in data.omitted.
 const MaxBodyBytes = 20 * 1024
 
 // maxErrorMessage is what a shed last_error.message keeps.
@@ -37,9 +38,13 @@ type Data struct {
 	RequiredAction *chat.RequiredAction `json:"required_action"`
 	LastError      *chat.ChatError      `json:"last_error"`
 	Usage          chat.Usage           `json:"usage"`
+	// Output is the structured output of the turn a chat.completed event
+	// completes (the chat's output then); absent for other events and
+	// turns without one.
+	Output json.RawMessage `json:"output,omitempty"`
 	// Omitted names what was left out to keep the body under MaxBodyBytes:
 	// "required_action.tool_calls.args", "last_error.message",
-	// "required_action.tool_calls".
+	// "required_action.tool_calls", "output".
 	Omitted []string `json:"omitted,omitempty"`
 }
 
@@ -74,6 +79,14 @@ func BuildBody(ctx context.Context, r bodyReader, tools Describer, ev store.Webh
 			return nil, err
 		}
 		d.RequiredAction = ra
+	}
+	if ev.Type == "chat.completed" && ev.ThroughMessageID > 0 {
+		// The turn as of the event: the chat may have gone on since.
+		turn, err := r.TurnThrough(ctx, ev.ChatID, ev.ThroughMessageID)
+		if err != nil {
+			return nil, fmt.Errorf("build body of %s: %w", ev.ID, err)
+		}
+		d.Output = chat.LastOutput(turn)
 	}
 	b := Body{Type: ev.Type, Timestamp: ev.CreatedAt, Data: d}
 	return encodeWithin(b)
@@ -139,6 +152,13 @@ func encodeWithin(b Body) ([]byte, error) {
 				return false
 			}
 			d.RequiredAction = &chat.RequiredAction{ToolCalls: []chat.ToolCall{}, Deadline: d.RequiredAction.Deadline}
+			return true
+		}},
+		{"output", func(d *Data) bool {
+			if d.Output == nil {
+				return false
+			}
+			d.Output = nil
 			return true
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -119,8 +120,24 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		Messages:  msgs,
 		Tools:     tools(req.Tools),
 	}
-	if req.System != "" {
-		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	system := req.System
+	if f := req.Format; f != nil {
+		// A strict format is constrained natively (output_config.format),
+		// which takes only the subset of JSON Schema Anthropic supports;
+		// any other is stated in the system prompt, and parley checks
+		// the answer either way.
+		if f.Strict {
+			var sch map[string]any
+			if err := json.Unmarshal(f.Schema, &sch); err != nil {
+				return sdk.MessageNewParams{}, fmt.Errorf("response format %s: schema: %w", f.Name, err)
+			}
+			params.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: sch}}
+		} else {
+			system = strings.TrimSpace(system + "\n\n" + llm.FormatInstruction(*f))
+		}
+	}
+	if system != "" {
+		params.System = []sdk.TextBlockParam{{Text: system}}
 	}
 	return params, nil
 }

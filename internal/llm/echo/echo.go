@@ -17,6 +17,11 @@
 //     "tool NAME failed: OUTPUT" for an error result);
 //   - nothing usable: "echo: (nothing to echo)".
 //
+// With a response format (structured output), a user message whose whole
+// text is JSON is answered with that JSON alone, so an offline chat can
+// answer in a format; any other message is answered as above (and is not
+// valid against it).
+//
 // The answer streams in small deltas (a word at a time, arguments a few
 // bytes at a time) with no delay. Usage is an estimate: one token per four
 // characters (rounded up) of everything sent in (system prompt, texts,
@@ -57,6 +62,12 @@ const argsChunk = 8
 // describes.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit func(llm.Event) error) (llm.Result, error) {
 	res := answer(req.Messages)
+	if req.Format != nil && len(req.Messages) > 0 {
+		last := req.Messages[len(req.Messages)-1]
+		if text := strings.TrimSpace(messageText(last)); last.Role == chat.RoleUser && text != "" && json.Valid([]byte(text)) {
+			res = textResult(text)
+		}
+	}
 	if err := stream(ctx, res.Parts, emit); err != nil {
 		return llm.Result{}, err
 	}

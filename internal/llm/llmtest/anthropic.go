@@ -37,7 +37,8 @@ import (
 // tell the test when the turn began and when its client left (see Turn).
 //
 // Malformed images and files are refused as the API refuses them (see
-// content.go). Messages whose tool calls and results do not pair up are refused as the
+// content.go); a malformed structured output
+// format, as the API refuses it (see format.go). Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 invalid_request_error: a tool_use block
 // without a tool_result block in the next turn ("messages.N: `tool_use` ids
 // were found without `tool_result` blocks immediately after: ..."), or a
@@ -83,7 +84,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	logged := Request{Header: r.Header.Clone(), Body: body, At: time.Now()}
 	var bad *historyError
 	if authorized && versioned && json.Valid(body) {
-		bad = cmp.Or(anthropicContentError(body), anthropicHistoryError(body))
+		bad = cmp.Or(anthropicFormatError(body), anthropicContentError(body), anthropicHistoryError(body))
 		logged.PromptTokens = anthropicPromptTokens(body)
 	}
 	if bad != nil {

@@ -33,7 +33,8 @@ import (
 // when the turn began and when its client left (see Turn).
 //
 // Malformed images and files are refused as the API refuses them (see
-// content.go). Messages whose tool calls and results do not pair up are refused as the
+// content.go); a malformed structured output
+// format, as the API refuses it (see format.go). Messages whose tool calls and results do not pair up are refused as the
 // API refuses them, with HTTP 400 and the param at fault: an assistant
 // message with tool_calls not followed by a tool message for each call
 // ("An assistant message with 'tool_calls' must be followed by tool
@@ -58,7 +59,9 @@ type OpenAIChat struct {
 // NewOpenAIChat starts a fake Chat Completions server, closed when t ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
 	f := &OpenAIChat{openaiFake{
-		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: func(req openaiRequest) *historyError { return cmp.Or(chatContentError(req), chatHistoryError(req)) },
+		path: "/chat/completions", events: openaiChatEvents, streamError: openaiChatError, history: func(req openaiRequest) *historyError {
+			return cmp.Or(chatFormatError(req), chatContentError(req), chatHistoryError(req))
+		},
 		promptTokens: chatPromptTokens, tooLong: chatTooLong,
 	}}
 	f.start(t)

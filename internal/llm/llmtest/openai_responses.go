@@ -56,7 +56,7 @@ type OpenAIResponses struct {
 func NewOpenAIResponses(t testing.TB) *OpenAIResponses {
 	f := &OpenAIResponses{openaiFake{
 		path: "/responses", events: openaiResponsesEvents, streamError: openaiResponsesError, history: func(req openaiRequest) *historyError {
-			return cmp.Or(responsesContentError(req), responsesHistoryError(req))
+			return cmp.Or(responsesFormatError(req), responsesContentError(req), responsesHistoryError(req))
 		},
 		promptTokens: responsesPromptTokens, tooLong: responsesTooLong,
 	}}

@@ -75,6 +75,15 @@ func (p *Chat) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
 	if p.cfg.ReasoningEffort != "" {
 		params.ReasoningEffort = shared.ReasoningEffort(p.cfg.ReasoningEffort)
 	}
+	if f := req.Format; f != nil {
+		// The schema goes as written: its keys in the client's order.
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.Name, Schema: json.RawMessage(f.Schema)}
+		if f.Strict {
+			js.Strict = sdk.Bool(true)
+		}
+		params.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+	}
 	return params, nil
 }
 

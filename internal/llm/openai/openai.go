@@ -100,6 +100,15 @@ func schema(t llm.ToolDef) (map[string]any, error) {
 	return m, nil
 }
 
+// formatSchema decodes a structured output's schema for the SDK's params.
+func formatSchema(f chat.OutputFormat) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal(f.Schema, &m); err != nil {
+		return nil, fmt.Errorf("response format %s: schema: %w", f.Name, err)
+	}
+	return m, nil
+}
+
 // userText joins the text parts of a message.
 func userText(m chat.Message) string {
 	var texts []string

@@ -87,6 +87,17 @@ func (p *Responses) params(req llm.Request) (responses.ResponseNewParams, error)
 			Summary: shared.ReasoningSummary(p.cfg.ReasoningSummary),
 		}
 	}
+	if f := req.Format; f != nil {
+		sch, err := formatSchema(*f)
+		if err != nil {
+			return params, err
+		}
+		js := responses.ResponseFormatTextJSONSchemaConfigParam{Name: f.Name, Schema: sch}
+		if f.Strict {
+			js.Strict = sdk.Bool(true)
+		}
+		params.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONSchema: &js}}
+	}
 	return params, nil
 }
 

@@ -169,9 +169,9 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	err = t.q.QueryRow(ctx, `UPDATE chats SET agent_version = $2, model = $3, system_prompt = $4, tools = $5::json,
-			approve = $6::json, dynamic_tools = $7::json, version = version + 1, updated_at = $8
+			approve = $6::json, dynamic_tools = $7::json, response_format = $9::text, version = version + 1, updated_at = $8
 		WHERE id = $1 RETURNING version`,
-		c.ID, c.AgentVersion, c.Model, c.SystemPrompt, js.Tools, js.Approve, js.DynamicTools, now).Scan(&c.Version)
+		c.ID, c.AgentVersion, c.Model, c.SystemPrompt, js.Tools, js.Approve, js.DynamicTools, now, textOf(js.ResponseFormat)).Scan(&c.Version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}

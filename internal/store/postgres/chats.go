@@ -19,7 +19,7 @@ const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_too
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
 	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, agent, agent_version`
+	compact_requested, agent, agent_version, response_format, turn_format, output_repairs`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row pgx.Row) (chat.Chat, error) {
@@ -27,6 +27,7 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 		c                                      chat.Chat
 		status                                 string
 		tools, labels, lastErr, globs, approve []byte
+		format, turn                           *string
 		timeoutMS                              int64
 		agentVersion                           *int64
 	)
@@ -34,7 +35,7 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
 		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &c.Agent, &agentVersion)
+		&c.CompactRequested, &c.Agent, &agentVersion, &format, &turn, &c.OutputRepairs)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -45,6 +46,9 @@ func scanChat(row pgx.Row) (chat.Chat, error) {
 		return chat.Chat{}, err
 	}
 	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
+		return chat.Chat{}, err
+	}
+	if err := dbutil.DecodeFormats(&c, bytesOf(format), bytesOf(turn)); err != nil {
 		return chat.Chat{}, err
 	}
 	c.Status = chat.Status(status)
@@ -162,13 +166,14 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
 			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json,
-			$23::boolean, $24::text, $25::integer
+			$23::boolean, $24::text, $25::integer, $26::text, $27::text, $28::integer
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
 		c.Archived, js.LastError, c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), dbutil.UTCPtr(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
-		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion))
+		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested,
+		c.Agent, dbutil.NullVersion(c.AgentVersion), textOf(js.ResponseFormat), textOf(js.TurnFormat), c.OutputRepairs)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}
@@ -241,17 +246,19 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 }
 
 // transitionSet is the SET clause of a Transition's UPDATE; transitionArgs
-// are its arguments, $1 (the chat's id) to $11, $2 being From. A deadline
+// are its arguments, $1 (the chat's id) to $12, $2 being From. A deadline
 // ($5, microseconds from now, or NULL) is reckoned on the database's clock,
 // as leases are. Leaving running ends the lease: no worker holds the chat
 // any more. Any change from running (a finished step, running -> running,
 // too) ends the count of recoveries in a row. Every change sets or clears
-// the request to compact ($11).
+// the request to compact ($11). A run a person asks for ($12) starts the
+// turn's repairs over.
 var transitionSet = `status = $3::text,
 	last_error = $4, action_deadline = now() + $5::bigint * interval '1 microsecond', version = version + 1, updated_at = $6,
 	worker_id = CASE WHEN $7 THEN '' ELSE worker_id END,
 	lease_expires_at = CASE WHEN $7 THEN NULL ELSE lease_expires_at END,
 	lease_recoveries = CASE WHEN $2 = 'running' THEN 0 ELSE lease_recoveries END,
+	output_repairs = CASE WHEN $12 THEN 0 ELSE output_repairs END,
 	usage_input_tokens = usage_input_tokens + $8, usage_output_tokens = usage_output_tokens + $9,
 	usage_cost_micros = usage_cost_micros + $10, compact_requested = $11`
 
@@ -269,7 +276,7 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 		deadline = &us
 	}
 	return []any{id, string(tr.From), string(tr.To), lastErr, deadline, dbutil.Now(), dbutil.LeftRunning(tr),
-		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, tr.Compact}, nil
+		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, tr.Compact, dbutil.RunAsked(tr)}, nil
 }
 
 // statusConflict explains a conditional status update that matched no row.
@@ -326,4 +333,46 @@ func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("list chat ids: %w", err)
 	}
 	return ids, nil
+}
+
+// textOf is b as a nullable text parameter: nil is NULL.
+func textOf(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// bytesOf is a nullable text column's value as bytes (NULL: nil).
+func bytesOf(s *string) []byte {
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
+}
+
+func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {
+	b, err := dbutil.EncodeNullable(format)
+	if err != nil {
+		return fmt.Errorf("start a turn of chat %s: %w", id, err)
+	}
+	tag, err := t.q.Exec(ctx, `UPDATE chats SET turn_format = $2, output_repairs = 0 WHERE id = $1`, id, textOf(b))
+	if err := oneRow(tag, err); err != nil {
+		return fmt.Errorf("start a turn of chat %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
+	var n int
+	err := t.q.QueryRow(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = $1
+		RETURNING output_repairs`, id).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
+	}
+	return n, nil
 }

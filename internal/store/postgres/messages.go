@@ -118,7 +118,7 @@ func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, chat_id, parts, created_at FROM queued_messages
+	rows, err := r.q.Query(ctx, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
 		WHERE chat_id = $1 ORDER BY id`, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
@@ -127,14 +127,18 @@ func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMes
 	qs := []chat.QueuedMessage{}
 	for rows.Next() {
 		var (
-			q     chat.QueuedMessage
-			parts []byte
+			q      chat.QueuedMessage
+			parts  []byte
+			format *string
 		)
-		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &q.CreatedAt); err != nil {
+		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &format, &q.CreatedAt); err != nil {
 			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
 		}
 		q.CreatedAt = q.CreatedAt.UTC()
 		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
+		}
+		if q.ResponseFormat, err = dbutil.DecodeFormat(bytesOf(format)); err != nil {
 			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
 		}
 		qs = append(qs, q)
@@ -260,9 +264,13 @@ func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
 	if err := t.lockForAppend(ctx, q.ChatID); err != nil {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
 	}
+	format, err := dbutil.EncodeNullable(q.ResponseFormat)
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
+	}
 	now := dbutil.Now()
-	err = t.q.QueryRow(ctx, `INSERT INTO queued_messages (chat_id, parts, created_at)
-		VALUES ($1, $2, $3) RETURNING id`, q.ChatID, parts, now).Scan(&q.ID)
+	err = t.q.QueryRow(ctx, `INSERT INTO queued_messages (chat_id, parts, response_format, created_at)
+		VALUES ($1, $2, $3, $4) RETURNING id`, q.ChatID, parts, textOf(format), now).Scan(&q.ID)
 	if err != nil {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, classify(err))
 	}

@@ -177,9 +177,10 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	err = t.q.QueryRowContext(ctx, `UPDATE chats SET agent_version = ?, model = ?, system_prompt = ?, tools = ?, approve = ?,
-			dynamic_tools = ?, version = version + 1, updated_at = ?
+			dynamic_tools = ?, response_format = ?, version = version + 1, updated_at = ?
 		WHERE id = ? RETURNING version`,
-		c.AgentVersion, c.Model, c.SystemPrompt, text(js.Tools), text(js.Approve), text(js.DynamicTools), dbutil.Micros(now), c.ID).Scan(&c.Version)
+		c.AgentVersion, c.Model, c.SystemPrompt, text(js.Tools), text(js.Approve), text(js.DynamicTools), text(js.ResponseFormat),
+		dbutil.Micros(now), c.ID).Scan(&c.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}

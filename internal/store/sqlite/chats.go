@@ -18,13 +18,14 @@ const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_too
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
 	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, agent, agent_version`
+	compact_requested, agent, agent_version, response_format, turn_format, output_repairs`
 
 // scanChat reads one row of chatColumns.
 func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 	var (
 		c                                      chat.Chat
 		tools, labels, lastErr, globs, approve []byte
+		format, turn                           []byte
 		timeoutMS, created, updated            int64
 		deadline, leaseExpires                 sql.NullInt64
 		agentVersion                           sql.NullInt64
@@ -33,7 +34,7 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
 		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
 		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &c.Agent, &agentVersion)
+		&c.CompactRequested, &c.Agent, &agentVersion, &format, &turn, &c.OutputRepairs)
 	if err != nil {
 		return chat.Chat{}, err
 	}
@@ -42,6 +43,9 @@ func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
 		return chat.Chat{}, err
 	}
 	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
+		return chat.Chat{}, err
+	}
+	if err := dbutil.DecodeFormats(&c, format, turn); err != nil {
 		return chat.Chat{}, err
 	}
 	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
@@ -156,14 +160,14 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	}
 	now := dbutil.Now()
 	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
 		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
 		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools), text(js.Approve),
-		c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), c.Owner)
+		c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), text(js.ResponseFormat), text(js.TurnFormat), c.OutputRepairs, c.Owner)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}
@@ -236,19 +240,21 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	// Leaving running ends the lease: no worker holds the chat any more.
 	// Any change from running (a finished step, running -> running, too)
 	// ends the count of recoveries in a row. Every change sets or clears
-	// the request to compact.
+	// the request to compact. A run a person asks for starts the turn's
+	// repairs over.
 	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = ?, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			compact_requested = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
 			lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END,
 			lease_recoveries = CASE WHEN ? THEN 0 ELSE lease_recoveries END,
+			output_repairs = CASE WHEN ? THEN 0 ELSE output_repairs END,
 			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
 		RETURNING `+chatColumns,
 		string(tr.To), text(lastErr), deadline, dbutil.Micros(now), tr.Compact,
-		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running,
+		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running, dbutil.RunAsked(tr),
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
@@ -333,4 +339,29 @@ func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {
+	b, err := dbutil.EncodeNullable(format)
+	if err != nil {
+		return fmt.Errorf("start a turn of chat %s: %w", id, err)
+	}
+	res, err := t.q.ExecContext(ctx, `UPDATE chats SET turn_format = ?, output_repairs = 0 WHERE id = ?`, text(b), id)
+	if err := oneRow(res, err); err != nil {
+		return fmt.Errorf("start a turn of chat %s: %w", id, err)
+	}
+	return nil
+}
+
+func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
+	var n int
+	err := t.q.QueryRowContext(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = ?
+		RETURNING output_repairs`, id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
+	}
+	return n, nil
 }

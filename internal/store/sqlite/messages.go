@@ -119,7 +119,7 @@ func scanMessages(rows *sql.Rows, fn func(chat.Message)) error {
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, parts, created_at FROM queued_messages
+	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
 		WHERE chat_id = ? ORDER BY id`, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
@@ -128,14 +128,17 @@ func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMes
 	qs := []chat.QueuedMessage{}
 	for rows.Next() {
 		var (
-			q       chat.QueuedMessage
-			parts   []byte
-			created int64
+			q             chat.QueuedMessage
+			parts, format []byte
+			created       int64
 		)
-		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &created); err != nil {
+		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &format, &created); err != nil {
 			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
 		}
 		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
+			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
+		}
+		if q.ResponseFormat, err = dbutil.DecodeFormat(format); err != nil {
 			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
 		}
 		q.CreatedAt = dbutil.FromMicros(created)
@@ -235,10 +238,14 @@ func (t *tx) InsertQueued(ctx context.Context, q *chat.QueuedMessage) error {
 	if err != nil {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
 	}
+	format, err := dbutil.EncodeNullable(q.ResponseFormat)
+	if err != nil {
+		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, err)
+	}
 	now := dbutil.Now()
-	err = t.q.QueryRowContext(ctx, `INSERT INTO queued_messages (chat_id, parts, created_at)
-		SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM chats WHERE id = ?) RETURNING id`,
-		q.ChatID, text(parts), dbutil.Micros(now), q.ChatID).Scan(&q.ID)
+	err = t.q.QueryRowContext(ctx, `INSERT INTO queued_messages (chat_id, parts, response_format, created_at)
+		SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM chats WHERE id = ?) RETURNING id`,
+		q.ChatID, text(parts), text(format), dbutil.Micros(now), q.ChatID).Scan(&q.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("queue message for chat %s: %w", q.ChatID, store.ErrNotFound)
 	}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Files", fileTests},
 		{"AppChats", appChatTests},
 		{"Agents", agentTests},
+		{"OutputFormat", formatTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -53,6 +53,8 @@ type ChatJSON struct {
 	LastError    []byte // nil (SQL NULL) when there is no error
 	Tools        []byte // nil (SQL NULL) when the chat takes every server-side tool
 	Approve      []byte // nil (SQL NULL) when the chat adds no tool to approve
+	// ResponseFormat and TurnFormat are nil (SQL NULL) when there is none.
+	ResponseFormat, TurnFormat []byte
 }
 
 // EncodeChat encodes the JSON columns of c.
@@ -78,7 +80,38 @@ func EncodeChat(c *chat.Chat) (ChatJSON, error) {
 			return out, fmt.Errorf("encode approve: %w", err)
 		}
 	}
+	if out.ResponseFormat, err = EncodeNullable(c.ResponseFormat); err != nil {
+		return out, fmt.Errorf("encode response_format: %w", err)
+	}
+	if out.TurnFormat, err = EncodeNullable(c.TurnFormat); err != nil {
+		return out, fmt.Errorf("encode turn_format: %w", err)
+	}
 	return out, nil
+}
+
+// DecodeFormat decodes a nullable response format column (NULL: nil).
+func DecodeFormat(b []byte) (*chat.ResponseFormat, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
+	}
+	f := new(chat.ResponseFormat)
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("decode response format: %w", err)
+	}
+	return f, nil
+}
+
+// DecodeFormats fills c's response format and turn format from their
+// columns.
+func DecodeFormats(c *chat.Chat, format, turn []byte) error {
+	var err error
+	if c.ResponseFormat, err = DecodeFormat(format); err != nil {
+		return fmt.Errorf("chat %s: %w", c.ID, err)
+	}
+	if c.TurnFormat, err = DecodeFormat(turn); err != nil {
+		return fmt.Errorf("chat %s: turn: %w", c.ID, err)
+	}
+	return nil
 }
 
 // EncodeTools encodes dynamic tools; nil becomes "[]".

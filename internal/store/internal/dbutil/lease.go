@@ -96,3 +96,11 @@ func CheckSinceCompaction(chatIDs []string, limit int) ([]byte, error) {
 	}
 	return json.Marshal(chatIDs)
 }
+
+// RunAsked reports whether a transition starts a run a person asked for
+// (a message, a retry, an edit, a regeneration, a compaction: waiting or
+// error to pending), which starts the count of the turn's output repairs
+// over.
+func RunAsked(t store.Transition) bool {
+	return (t.From == chat.Waiting || t.From == chat.Error) && t.To == chat.Pending
+}
