@@ -55,6 +55,7 @@ func TestBrowserAgents(t *testing.T) {
 	b.typeInto("#agent-output-schema", `{"type": "object", "properties": {"summary": {"type": "strin"}}}`)
 	b.waitJS("the schema's error shows as it is typed",
 		agentFieldErrors("agent-output-schema")+`.includes("properties.summary.type must be one of")`, agentFieldErrors("agent-output-schema"))
+	b.screenshot("agent-form-error")
 	if got := eval[string](b, `document.querySelector("#agent-output-schema").getAttribute("aria-invalid")`); got != "true" {
 		t.Errorf("the schema field at fault has aria-invalid=%q", got)
 	}
@@ -108,9 +109,11 @@ func TestBrowserAgents(t *testing.T) {
 	if got := b.text("#agent-diff-summary"); !strings.Contains(got, "From version 1 to version 2") {
 		t.Errorf("the diff's summary says %q", got)
 	}
+	b.screenshot("agent-diff")
 
 	// A new chat with the agent, from its page.
-	u.fake.Push(llmtest.Turn{Text: `{"summary": "Go 1.26 changed <b>things</b>"}`})
+	// The first answer is prose: parley asks the model to repair it.
+	u.fake.Push(llmtest.Turn{Text: "Many things changed."}, llmtest.Turn{Text: `{"summary": "Go 1.26 changed <b>things</b>"}`})
 	b.click("#agent-chat")
 	b.visible("#new-chat-dialog[open]")
 	b.waitJS("the New chat form has the agent chosen", `document.querySelector("#new-agent").value === "researcher"`,
@@ -128,8 +131,18 @@ func TestBrowserAgents(t *testing.T) {
 	}
 	b.waitStatus("waiting")
 	reqs := modelRequests(t, u.fake)
-	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Messages[0].Content), "Answer with a summary.") {
-		t.Errorf("the model was not asked with the agent's version 2 prompt: %+v", reqs)
+	if len(reqs) != 2 || !strings.Contains(string(reqs[0].Messages[0].Content), "Answer with a summary.") {
+		t.Errorf("the model was not asked with the agent's version 2 prompt, then to repair: %+v", reqs)
+	}
+	b.waitAnyText("parley's repair request is shown as parley's", `#messages li.msg[data-role=user][data-repair="true"] .msg-role`, "parley")
+	if got := b.text(`#messages li.msg[data-repair="true"] .msg-repair-text`); !strings.Contains(got, "does not match") {
+		t.Errorf("the repair request reads %q", got)
+	}
+	if n := b.count(`#messages li.msg[data-repair="true"] .msg-edit`); n != 0 {
+		t.Error("parley's repair request offers Edit")
+	}
+	if n := b.count(`#messages li.msg[data-role=user]:not([data-repair]) .msg-role`); n != 1 || b.text(`#messages li.msg[data-role=user]:not([data-repair]) .msg-role`) != "You" {
+		t.Errorf("the person's message is not shown as theirs (%d)", n)
 	}
 	b.waitAnyText("the output is shown as JSON", assistantMsg+" .msg-output code.hljs.language-json", `"summary": "Go 1.26 changed <b>things</b>"`)
 	if n := b.count(assistantMsg + " .msg-output .hljs-attr"); n == 0 {
@@ -137,6 +150,12 @@ func TestBrowserAgents(t *testing.T) {
 	}
 	if n := b.count(assistantMsg + " .msg-output b"); n != 0 {
 		t.Error("the output's text was read as HTML")
+	}
+	// Each answer's text, "" for one that shows none.
+	texts := eval[[]string](b, `[...document.querySelectorAll("#messages li.msg[data-role=assistant][data-message-id]")]
+		.map((li) => [...li.querySelectorAll(".msg-text")].map((e) => e.textContent).join(""))`)
+	if len(texts) != 2 || !strings.Contains(texts[0], "Many things changed.") || texts[1] != "" {
+		t.Errorf("the answers read %q; want the prose parley asked to repair, then none besides the output", texts)
 	}
 	b.screenshot("agent-chat")
 
@@ -149,6 +168,7 @@ func TestBrowserAgents(t *testing.T) {
 	if w := eval[int](p, `document.documentElement.scrollWidth`); w > phone.width {
 		t.Errorf("at a phone's width the agent's page is %d px wide", w)
 	}
+	p.screenshot("agent-phone")
 
 	b.click("#chat-agent-link")
 	b.click("#agent-delete")

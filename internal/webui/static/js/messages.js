@@ -12,7 +12,7 @@ import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { addCodeCopy, copyButton } from "./copy.js";
 import { toolOutput } from "./toolout.js";
-import { isRepair, outputPart, repairPart, roleLabel } from "./output.js";
+import { isRepair, outputPart, repairPart, roleLabel, sameAsOutput } from "./output.js";
 
 export class MessageView {
   constructor(ol, hooks) {
@@ -305,8 +305,9 @@ export class MessageView {
     const stopped = m.role === "assistant" && !m.usage && !this.clientHistory;
     if (stopped) li.dataset.stopped = "true";
     for (const p of m.parts || []) {
-      if (p.type === "text") li.append(this.text(m.role, p.text));
-      else if (p.type === "reasoning") li.append(reasoning(p.text, false));
+      if (p.type === "text") {
+        if (!sameAsOutput(m, p.text)) li.append(this.text(m.role, p.text));
+      } else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
       else if (p.type === "file" && this.hooks.renderFile) li.append(this.hooks.renderFile(p));
       else if (p.type === "output") li.append(outputPart(p));

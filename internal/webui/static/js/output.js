@@ -34,6 +34,20 @@ export function outputPart(p) {
     jsonBlock(p.json));
 }
 
+// sameAsOutput reports whether the text of an answer is only the JSON of
+// its output part (which is then shown once, formatted, under it).
+export function sameAsOutput(m, text) {
+  const out = (m.parts || []).find((p) => p.type === "output");
+  if (!out) return false;
+  let v;
+  try {
+    v = JSON.parse(text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, "$1"));
+  } catch {
+    return false;
+  }
+  return JSON.stringify(v) === JSON.stringify(out.json);
+}
+
 // isRepair reports whether m is a request parley made of the model to
 // repair an answer that did not match the output schema (a user message
 // whose first part is an output-repair), not a person's message.
