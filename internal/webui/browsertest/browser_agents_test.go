@@ -109,7 +109,7 @@ func TestBrowserAgents(t *testing.T) {
 	if got := b.text("#agent-diff-summary"); !strings.Contains(got, "From version 1 to version 2") {
 		t.Errorf("the diff's summary says %q", got)
 	}
-	b.screenshot("agent-diff")
+	b.docScreenshot("web-ui-agent-versions.png")
 
 	// A new chat with the agent, from its page.
 	// The first answer is prose: parley asks the model to repair it.

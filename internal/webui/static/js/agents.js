@@ -175,8 +175,8 @@ function history(versions) {
     const sel = h("select", { id }, newest.map((v) => h("option", { value: String(v.version), selected: v.version === selected }, `version ${v.version}`)));
     return [h("label", { for: id }, label), sel];
   };
-  const [fromLabel, from] = pick("agent-diff-from", "Compare", versions[versions.length - 2].version);
-  const [toLabel, to] = pick("agent-diff-to", "with", versions[versions.length - 1].version);
+  const [fromLabel, from] = pick("agent-diff-old", "Compare", versions[versions.length - 2].version);
+  const [toLabel, to] = pick("agent-diff-new", "with", versions[versions.length - 1].version);
   const out = h("div", { id: "agent-diff-box" });
   const render = () => {
     const a = versions.find((v) => String(v.version) === from.value);
