@@ -165,6 +165,13 @@ func (m Message) Text() string {
 	return s
 }
 
+// IsRepair reports whether m is a user message the server wrote, not a
+// person: a request to repair an answer that was not valid against the
+// turn's response format (PartOutputRepair).
+func (m Message) IsRepair() bool {
+	return m.Role == RoleUser && len(m.Parts) > 0 && m.Parts[0].Type == PartOutputRepair
+}
+
 // Part types of a Message.
 const (
 	PartText       = "text"

@@ -126,7 +126,7 @@ func (s *chatSession) edit(ctx context.Context, text string) error {
 	}
 	var last int64
 	for _, m := range msgs {
-		if m.Role == client.RoleUser {
+		if m.Role == client.RoleUser && !m.IsRepair() {
 			last = m.ID
 		}
 	}

@@ -190,7 +190,7 @@ func (s *chatSession) turn(ctx context.Context, anyIdle bool) error {
 			}
 		case client.EventMessage:
 			m := *ev.Message
-			if m.Role == client.RoleUser && m.ID > s.since {
+			if m.Role == client.RoleUser && !m.IsRepair() && m.ID > s.since {
 				sawUser = true
 			}
 			s.show(m)
@@ -258,12 +258,15 @@ func (s *chatSession) show(m client.Message) {
 		return
 	}
 	s.printed[m.ID] = true
-	switch m.Role {
-	case client.RoleTool:
+	switch {
+	case m.Role == client.RoleTool:
 		s.showResults(m)
 		return
-	case client.RoleAssistant:
-	default:
+	case m.IsRepair():
+		s.endLine()
+		fmt.Fprintln(s.info, "(the answer is not valid against the response format; the model is asked to repair it)")
+		return
+	case m.Role != client.RoleAssistant:
 		return
 	}
 	if len(m.Parts) == 1 && m.Parts[0].Type == client.PartCompaction {
