@@ -158,6 +158,12 @@ func TestBrowserAgents(t *testing.T) {
 		t.Errorf("the answers read %q; want the prose parley asked to repair, then none besides the output", texts)
 	}
 	b.screenshot("agent-chat")
+	// "/edit" edits the person's last message, not parley's request.
+	b.typeInto("#composer-input", "/edit\r")
+	b.visible(`#messages li.msg[data-role=user]:not([data-repair]) form.msg-editor`)
+	if n := b.count(`#messages li.msg[data-repair="true"] form.msg-editor`); n != 0 {
+		t.Error("/edit opened the editor on parley's repair request")
+	}
 
 	// At a phone's width, the agent's page fits the screen.
 	p := newBrowser(t, phone)

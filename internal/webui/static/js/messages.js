@@ -232,11 +232,12 @@ export class MessageView {
     return false;
   }
 
-  // lastUserId is the id of the newest user message shown, 0 if none.
+  // lastUserId is the id of the newest message of the person shown (not
+  // a repair request of parley's), 0 if none.
   lastUserId() {
     let last = 0;
     for (const [id, li] of this.items) {
-      if (li.dataset.role === "user" && id > last) last = id;
+      if (li.dataset.role === "user" && !li.dataset.repair && id > last) last = id;
     }
     return last;
   }
