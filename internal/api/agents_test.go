@@ -273,7 +273,8 @@ func TestChatFromAgent(t *testing.T) {
 			"dynamic_tools": []map[string]any{{"name": "lookup", "description": "looks up", "input_schema": map[string]any{"type": "object"}}},
 			"output_schema": map[string]any{"type": "object"}})
 
-		fake.Push(llmtest.Turn{Text: "found"})
+		// The agent's output schema asks each answer as a JSON object.
+		fake.Push(llmtest.Turn{Text: `{"found": true}`})
 		c := s.createChat(alice, map[string]any{"agent": "researcher", "message": "find it", "title": "t", "labels": map[string]string{"kind": "mine"}})
 		if c.Agent != "researcher" || c.AgentVersion != 1 || c.Model != "other" || c.SystemPrompt != "You research." ||
 			c.Labels["team"] != "x" || c.Labels["kind"] != "mine" || len(c.DynamicTools) != 1 {
@@ -294,7 +295,7 @@ func TestChatFromAgent(t *testing.T) {
 		}
 
 		// The request's fields override the agent's.
-		fake.Push(llmtest.Turn{Text: "ok"})
+		fake.Push(llmtest.Turn{Text: `{"ok": true}`})
 		o := s.createChat(alice, map[string]any{"agent": "researcher", "model": "fake", "system_prompt": "Be brief.",
 			"dynamic_tools": []any{}, "message": "hi", "title": "t"})
 		s.waitFor(alice, o.ID, chat.Waiting)
