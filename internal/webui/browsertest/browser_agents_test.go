@@ -28,7 +28,8 @@ func agentFieldErrors(id string) string {
 // the two versions and the line added. "New chat with this agent" opens
 // the New chat form with it chosen; the chat's header names the agent and
 // its version with a link to it, and its JSON answer is shown as
-// highlighted JSON. At a phone's width the agent's page fits the screen.
+// highlighted JSON. At a phone's width the agent's page and form fit the
+// screen.
 // Deleting it asks first.
 func TestBrowserAgents(t *testing.T) {
 	t.Parallel()
@@ -175,6 +176,12 @@ func TestBrowserAgents(t *testing.T) {
 		t.Errorf("at a phone's width the agent's page is %d px wide", w)
 	}
 	p.screenshot("agent-phone")
+	p.click("#agent-edit")
+	p.waitJS("the phone shows the form", `document.querySelector("#agent-limits-timeout")?.value === "10m"`,
+		`document.querySelector("#agent-limits-timeout")?.value ?? "(no form)"`)
+	if w := eval[int](p, `document.documentElement.scrollWidth`); w > phone.width {
+		t.Errorf("at a phone's width the agent form is %d px wide", w)
+	}
 
 	b.click("#chat-agent-link")
 	b.click("#agent-delete")
