@@ -27,10 +27,10 @@ func agentFieldErrors(id string) string {
 // 1), listed, edited with the keyboard (version 2), and its history shows
 // the two versions and the line added. "New chat with this agent" opens
 // the New chat form with it chosen; the chat's header names the agent and
-// its version with a link to it, and its JSON answer is shown as
-// highlighted JSON. At a phone's width the agent's page and form fit the
-// screen.
-// Deleting it asks first.
+// its version with a link to it; parley's request to repair a prose
+// answer is shown as parley's (and /edit passes it by), and the JSON
+// answer as highlighted JSON, once. At a phone's width the agent's page
+// and form fit the screen. Deleting it asks first.
 func TestBrowserAgents(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, `agents:
