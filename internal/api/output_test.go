@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,6 +99,16 @@ func TestStructuredOutputOverHTTP(t *testing.T) {
 	}
 	if m := string(page.Messages[3]); !strings.Contains(m, `{"type":"output","json":{"total":3}}`) || !strings.Contains(m, `{"type":"text","text":"{\"total\": 3}"}`) {
 		t.Fatalf("the answer reads %s; want its text and its output part", m)
+	}
+	// A repair request is not the person's to edit.
+	var repair chat.Message
+	if err := json.Unmarshal(page.Messages[2], &repair); err != nil {
+		t.Fatal(err)
+	}
+	e := s.do("PATCH", "/api/v1/chats/"+c.ID+"/messages/"+strconv.FormatInt(repair.ID, 10), tok, map[string]any{"content": "x"}).
+		expectError(t, http.StatusBadRequest, "not_a_user_message")
+	if !strings.Contains(e.Error.Message, "repair request") {
+		t.Fatalf("edit of a repair request: %s", e.Error.Message)
 	}
 	// A message without a format in a chat with one is asked in the
 	// chat's; one with {"type": "text"} is not, and shows no output.

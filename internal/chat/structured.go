@@ -36,6 +36,17 @@ func (f *ResponseFormat) Check(prefix string) error {
 	return invalid(prefix+".type", "%q is not supported: use %q or %q", f.Type, FormatJSONSchema, FormatText)
 }
 
+// MarshalJSON writes a text format as {"type": "text"} alone.
+func (f ResponseFormat) MarshalJSON() ([]byte, error) {
+	if f.Type != FormatJSONSchema {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+		}{f.Type})
+	}
+	type plain ResponseFormat
+	return json.Marshal(plain(f))
+}
+
 // Output returns the format the response format asks for; nil for free
 // text (or a nil f).
 func (f *ResponseFormat) Output() *OutputFormat {

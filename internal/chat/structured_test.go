@@ -93,3 +93,14 @@ func TestModelSeesRepairAsText(t *testing.T) {
 		t.Fatalf("CompactionCut = %d, want 0 (one turn)", cut)
 	}
 }
+
+func TestResponseFormatJSON(t *testing.T) {
+	b, err := json.Marshal(ResponseFormat{Type: FormatText})
+	if err != nil || string(b) != `{"type":"text"}` {
+		t.Fatalf("text format = %s, %v", b, err)
+	}
+	b, err = json.Marshal(ResponseFormat{Type: FormatJSONSchema, JSONSchema: OutputFormat{Name: "t", Schema: totalSchema, Strict: true}})
+	if err != nil || string(b) != `{"type":"json_schema","json_schema":{"name":"t","schema":`+string(totalSchema)+`,"strict":true}}` {
+		t.Fatalf("json_schema format = %s, %v", b, err)
+	}
+}
