@@ -287,7 +287,7 @@ func testAgentChatColumns(t *testing.T, open opener) {
 	if got := getChat(t, s, plain.ID); got.Agent != "" || got.AgentVersion != 0 {
 		t.Fatalf("chat without agent = %q v%d", got.Agent, got.AgentVersion)
 	}
-	c := addChat(t, s, chat.Chat{Agent: "researcher", AgentVersion: 2, SystemPrompt: "old", MaxSteps: 7})
+	c := addChat(t, s, chat.Chat{Agent: "researcher", AgentVersion: 2, SystemPrompt: "old", MaxSteps: 7, ResponseFormat: invoiceFormat()})
 	got := getChat(t, s, c.ID)
 	if got.Agent != "researcher" || got.AgentVersion != 2 || got.MaxSteps != 7 {
 		t.Fatalf("chat = agent %q v%d max_steps %d; want researcher v2, 7", got.Agent, got.AgentVersion, got.MaxSteps)
@@ -296,6 +296,7 @@ func testAgentChatColumns(t *testing.T, open opener) {
 	moved.AgentVersion, moved.Model, moved.SystemPrompt, moved.MaxSteps = 3, "m2", "new", 0
 	moved.Tools, moved.Approve = chat.ToolGlobs{}, chat.ToolGlobs{"x_*"}
 	moved.DynamicTools = []chat.DynamicTool{{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	moved.ResponseFormat = nil // the new version has no output schema
 	inTx(t, s, func(tx store.Tx) error { return tx.SetChatAgentVersion(t.Context(), &moved) })
 	if moved.Version != got.Version+1 || moved.UpdatedAt.Before(got.UpdatedAt) {
 		t.Fatalf("version %d -> %d, updated %v -> %v", got.Version, moved.Version, got.UpdatedAt, moved.UpdatedAt)
@@ -304,6 +305,16 @@ func testAgentChatColumns(t *testing.T, open opener) {
 	if after.AgentVersion != 3 || after.Model != "m2" || after.SystemPrompt != "new" || after.Tools == nil || after.MaxSteps != 0 ||
 		len(after.Tools) != 0 || len(after.Approve) != 1 || len(after.DynamicTools) != 1 || after.Agent != "researcher" {
 		t.Fatalf("after the move: %+v", after)
+	}
+	if after.ResponseFormat != nil {
+		t.Fatalf("after a move to a version without output schema the chat keeps the format %+v", after.ResponseFormat)
+	}
+	// And back to a version with one.
+	moved = after
+	moved.AgentVersion, moved.ResponseFormat = 4, invoiceFormat()
+	inTx(t, s, func(tx store.Tx) error { return tx.SetChatAgentVersion(t.Context(), &moved) })
+	if f := getChat(t, s, c.ID).ResponseFormat; f == nil || f.JSONSchema.Name != "invoice" {
+		t.Fatalf("after a move to a version with an output schema the format is %+v", f)
 	}
 	err := txErr(t, s, func(tx store.Tx) error {
 		ghost := chat.Chat{ID: "00000000-0000-0000-0000-000000000000", AgentVersion: 1}

@@ -251,6 +251,7 @@ export class Conversation {
     badge.dataset.status = c.status;
     badge.textContent = statusText(c.status);
     $("#chat-model").textContent = c.model;
+    this.showAgent(c);
     this.showOrigin(c);
     $("#chat-usage").textContent = usageText(c.usage || {});
     $("#archive").textContent = c.archived ? "Unarchive" : "Archive";
@@ -267,6 +268,16 @@ export class Conversation {
     this.view.waiting(c.status === "requires_action" && c.required_action ? c.required_action.tool_calls : []);
     this.actions.update(c);
     this.hooks.onChat(c);
+  }
+
+  // showAgent names, in the header, the agent the chat was made from and
+  // its version, linking to the agent.
+  showAgent(c) {
+    show($("#chat-agent"), Boolean(c.agent));
+    if (!c.agent) return;
+    const link = $("#chat-agent-link");
+    link.href = `#/agents/${encodeURIComponent(c.agent)}`;
+    link.textContent = `${c.agent}, version ${c.agent_version}`;
   }
 
   // showOrigin says, on a fork, which chat it was forked from, with a

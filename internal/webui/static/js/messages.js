@@ -14,6 +14,7 @@ import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { addCodeCopy, copyButton } from "./copy.js";
 import { toolOutput } from "./toolout.js";
+import { isRepair, outputPart, repairPart, roleLabel, sameAsOutput } from "./output.js";
 
 export class MessageView {
   constructor(ol, hooks) {
@@ -301,11 +302,12 @@ export class MessageView {
     return false;
   }
 
-  // lastUserId is the id of the newest user message shown, 0 if none.
+  // lastUserId is the id of the newest message of the person shown (not
+  // a repair request of parley's), 0 if none.
   lastUserId() {
     let last = 0;
     for (const [id, li] of this.items) {
-      if (li.dataset.role === "user" && id > last) last = id;
+      if (li.dataset.role === "user" && !li.dataset.repair && id > last) last = id;
     }
     return last;
   }
@@ -365,7 +367,8 @@ export class MessageView {
     }
     const parts = m.parts || [];
     if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0], this.summarised(parts[0]));
-    li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
+    if (isRepair(m)) li.dataset.repair = "true";
+    li.append(h("div", { class: "msg-role" }, roleLabel(m)));
     // Every answer the model finished carries its usage; one without was
     // cut short by Stop (the text streamed until then is kept). In a chat
     // made through a compatible API (labelled "api") the client may have
@@ -373,10 +376,13 @@ export class MessageView {
     const stopped = m.role === "assistant" && !m.usage && !this.clientHistory;
     if (stopped) li.dataset.stopped = "true";
     for (const p of m.parts || []) {
-      if (p.type === "text") li.append(this.text(m.role, p.text));
-      else if (p.type === "reasoning") li.append(reasoning(p.text, false));
+      if (p.type === "text") {
+        if (!sameAsOutput(m, p.text)) li.append(this.text(m.role, p.text));
+      } else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
       else if (p.type === "file" && this.hooks.renderFile) li.append(this.hooks.renderFile(p));
+      else if (p.type === "output") li.append(outputPart(p));
+      else if (p.type === "output-repair") li.append(repairPart(p));
     }
     if (stopped) li.append(h("p", { class: "msg-stopped" }, "Stopped — this answer was cut short"));
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
@@ -399,7 +405,7 @@ export class MessageView {
       status.hidden = !err;
     };
     const user = m.role === "user";
-    const edit = user && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
+    const edit = user && !isRepair(m) && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
       onclick: () => this.edit(li, m) }, "Edit");
     const regen = !user && h("button", { type: "button", class: "msg-regenerate needs-idle", "aria-label": "Regenerate this answer",
       onclick: (e) => run(e.currentTarget, () => this.hooks.onRegenerate()) }, "Regenerate");
