@@ -1,0 +1,136 @@
+package dbutil
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// The scanners below read the rows of both stores: a backend selects the
+// columns each one names, in its order, and passes the row. Times go
+// through Time and NullTime, JSON columns are read as bytes and decoded
+// here.
+
+// ScanChat reads one row of the chat columns: id, owner, title, model,
+// system_prompt, status, dynamic_tools, labels, archived, last_error,
+// usage_input_tokens, usage_output_tokens, usage_cost_micros,
+// tool_result_timeout_ms, action_deadline, worker_id, lease_generation,
+// lease_expires_at, interrupt_requested, created_at, updated_at, version,
+// lease_recoveries, tools, approve, compact_requested, agent,
+// agent_version, max_steps, response_format, turn_format, output_repairs.
+func ScanChat(row Row) (chat.Chat, error) {
+	var (
+		c                                      chat.Chat
+		tools, labels, lastErr, globs, approve []byte
+		format, turn                           []byte
+		timeoutMS                              int64
+		agentVersion                           *int64
+	)
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, (*string)(&c.Status), &tools, &labels,
+		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
+		&timeoutMS, NullTime(&c.ActionDeadline), &c.WorkerID, &c.LeaseGeneration, NullTime(&c.LeaseExpiresAt),
+		&c.InterruptRequested, Time(&c.CreatedAt), Time(&c.UpdatedAt), &c.Version, &c.LeaseRecoveries, &globs, &approve,
+		&c.CompactRequested, &c.Agent, &agentVersion, &c.MaxSteps,
+		&format, &turn, &c.OutputRepairs)
+	if err != nil {
+		return chat.Chat{}, err
+	}
+	if agentVersion != nil {
+		c.AgentVersion = int(*agentVersion)
+	}
+	if err := DecodeChat(&c, tools, labels, lastErr); err != nil {
+		return chat.Chat{}, err
+	}
+	if err := DecodeToolGlobs(&c, globs, approve); err != nil {
+		return chat.Chat{}, err
+	}
+	if err := DecodeFormats(&c, format, turn); err != nil {
+		return chat.Chat{}, err
+	}
+	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
+	return c, nil
+}
+
+// ScanMessage reads one row of the message columns: id, chat_id, role,
+// parts, usage, created_at, superseded, parent_id.
+func ScanMessage(row Row) (chat.Message, error) {
+	var (
+		m            chat.Message
+		parts, usage []byte
+	)
+	if err := row.Scan(&m.ID, &m.ChatID, (*string)(&m.Role), &parts, &usage, Time(&m.CreatedAt), &m.Superseded, &m.ParentID); err != nil {
+		return m, err
+	}
+	var err error
+	if m.Parts, err = DecodeParts(parts); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	if m.Usage, err = DecodeUsage(usage); err != nil {
+		return m, fmt.Errorf("message %d: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+// ScanQueued reads one row of id, chat_id, parts, response_format,
+// created_at of a queued message.
+func ScanQueued(row Row) (chat.QueuedMessage, error) {
+	var (
+		q             chat.QueuedMessage
+		parts, format []byte
+	)
+	if err := row.Scan(&q.ID, &q.ChatID, &parts, &format, Time(&q.CreatedAt)); err != nil {
+		return q, err
+	}
+	var err error
+	if q.Parts, err = DecodeParts(parts); err != nil {
+		return q, fmt.Errorf("queued message %d: %w", q.ID, err)
+	}
+	if q.ResponseFormat, err = DecodeFormat(format); err != nil {
+		return q, fmt.Errorf("queued message %d: %w", q.ID, err)
+	}
+	return q, nil
+}
+
+// ScanAgent reads one row of an agent joined with one of its versions:
+// owner, name, version, deleted, the agent's created_at, the version's
+// created_at, definition.
+func ScanAgent(row Row) (agent.Agent, error) {
+	var (
+		a   agent.Agent
+		def []byte
+	)
+	if err := row.Scan(&a.Owner, &a.Name, &a.Version, &a.Deleted, Time(&a.CreatedAt), Time(&a.UpdatedAt), &def); err != nil {
+		return agent.Agent{}, err
+	}
+	if err := DecodeAgent(&a, def); err != nil {
+		return agent.Agent{}, err
+	}
+	return a, nil
+}
+
+// ScanFile reads one row of id, owner, name, media_type, size, sha256,
+// created_at, deleted_at of a file.
+func ScanFile(row Row) (store.File, error) {
+	var (
+		f       store.File
+		deleted *time.Time
+	)
+	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, Time(&f.CreatedAt), NullTime(&deleted)); err != nil {
+		return store.File{}, err
+	}
+	f.Deleted = deleted != nil
+	return f, nil
+}
+
+// ScanToken reads one row of id, owner, name, hash, created_at,
+// revoked_at of an API token.
+func ScanToken(row Row) (store.Token, error) {
+	var t store.Token
+	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, Time(&t.CreatedAt), NullTime(&t.RevokedAt)); err != nil {
+		return store.Token{}, err
+	}
+	return t, nil
+}

@@ -1,0 +1,17 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/store/internal/dbutil"
+)
+
+// queryAll runs a query and reads every row of its result with scan.
+func queryAll[T any](ctx context.Context, q querier, scan func(dbutil.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return dbutil.Collect(rows, scan)
+}
