@@ -14,7 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns scanChat reads, in its order.
+// chatColumns are the columns dbutil.ScanChat reads, in its order.
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
@@ -22,53 +22,13 @@ const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_too
 	compact_requested, agent, agent_version, max_steps,
 	response_format, turn_format, output_repairs`
 
-// scanChat reads one row of chatColumns.
-func scanChat(row pgx.Row) (chat.Chat, error) {
-	var (
-		c                                      chat.Chat
-		status                                 string
-		tools, labels, lastErr, globs, approve []byte
-		format, turn                           *string
-		timeoutMS                              int64
-		agentVersion                           *int64
-	)
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
-		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
-		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
-		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &c.Agent, &agentVersion, &c.MaxSteps,
-		&format, &turn, &c.OutputRepairs)
-	if err != nil {
-		return chat.Chat{}, err
-	}
-	if agentVersion != nil {
-		c.AgentVersion = int(*agentVersion)
-	}
-	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeFormats(&c, bytesOf(format), bytesOf(turn)); err != nil {
-		return chat.Chat{}, err
-	}
-	c.Status = chat.Status(status)
-	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
-	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
-	c.LeaseExpiresAt = dbutil.UTCPtr(c.LeaseExpiresAt)
-	c.CreatedAt = c.CreatedAt.UTC()
-	c.UpdatedAt = c.UpdatedAt.UTC()
-	return c, nil
-}
-
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
 	return r.getChat(ctx, "get chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id)
 }
 
 // getChat reads one chat with query, naming the operation op in errors.
 func (r reader) getChat(ctx context.Context, op, query, id string) (chat.Chat, error) {
-	c, err := scanChat(r.q.QueryRow(ctx, query, id))
+	c, err := dbutil.ScanChat(r.q.QueryRow(ctx, query, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
 	}
@@ -111,29 +71,12 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		}
 		where = append(where, "(created_at, id) < ("+arg(at)+", "+arg(id)+")")
 	}
-	rows, err := r.q.Query(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT `+arg(limit+1), args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.ChatPage{Chats: []chat.Chat{}}
-	for rows.Next() {
-		c, err := scanChat(rows)
-		if err != nil {
-			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-		}
-		page.Chats = append(page.Chats, c)
-	}
-	if err := rows.Err(); err != nil {
-		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-	}
-	if len(page.Chats) > limit {
-		page.Chats = page.Chats[:limit]
-		last := page.Chats[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.ChatPage(chats, limit), nil
 }
 
 // LockChat reads the chat with SELECT ... FOR UPDATE: until the transaction
@@ -237,7 +180,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if tr.AddUsage != (chat.Usage{}) {
 		q = withLedger(q, chatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
 	}
-	c, err := scanChat(t.q.QueryRow(ctx, q, args...))
+	c, err := dbutil.ScanChat(t.q.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}
@@ -344,14 +287,6 @@ func textOf(b []byte) *string {
 	}
 	s := string(b)
 	return &s
-}
-
-// bytesOf is a nullable text column's value as bytes (NULL: nil).
-func bytesOf(s *string) []byte {
-	if s == nil {
-		return nil
-	}
-	return []byte(*s)
 }
 
 func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {

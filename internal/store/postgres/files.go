@@ -6,28 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
+// fileColumns are the columns dbutil.ScanFile reads, in its order.
 const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
-// scanFile reads one row of fileColumns.
-func scanFile(row pgx.Row) (store.File, error) {
-	var (
-		f       store.File
-		deleted *time.Time
-	)
-	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, &f.CreatedAt, &deleted); err != nil {
-		return store.File{}, err
-	}
-	f.CreatedAt = f.CreatedAt.UTC()
-	f.Deleted = deleted != nil
-	return f, nil
-}
 
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction. It is not tried again on
@@ -97,7 +83,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := scanFile(r.q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
+	f, err := dbutil.ScanFile(r.q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -120,29 +106,12 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, at, id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.Query(ctx, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.FilePage{Files: []store.File{}}
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-		}
-		page.Files = append(page.Files, f)
-	}
-	if err := rows.Err(); err != nil {
-		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-	}
-	if len(page.Files) > limit {
-		page.Files = page.Files[:limit]
-		last := page.Files[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.FilePage(files, limit), nil
 }
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {

@@ -141,7 +141,7 @@ func (s *Store) acquire(ctx context.Context, a store.Acquire) ([]chat.Chat, erro
 	if err != nil {
 		return nil, err
 	}
-	chats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chat.Chat, error) { return scanChat(row) })
+	chats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chat.Chat, error) { return dbutil.ScanChat(row) })
 	if err != nil {
 		return nil, err
 	}

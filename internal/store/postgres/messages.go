@@ -13,7 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// messageColumns are the columns scanMessages reads, in its order.
+// messageColumns are the columns dbutil.ScanMessage reads, in its order.
 const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded, parent_id`
 
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
@@ -29,12 +29,7 @@ func (r reader) ListEveryMessage(ctx context.Context, chatID string, after int64
 // listMessages runs a page query of a chat's messages, naming the
 // operation op in errors.
 func (r reader) listMessages(ctx context.Context, op, query, chatID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := r.q.Query(ctx, query, chatID, after, dbutil.PageLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, after, dbutil.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
 	}
@@ -44,15 +39,10 @@ func (r reader) listMessages(ctx context.Context, op, query, chatID string, afte
 func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
 	// The last assistant message is found walking the (chat_id, id) index
 	// backwards, so a long history costs nothing more.
-	rows, err := r.q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
 		WHERE chat_id = $1 AND NOT superseded AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT $2`, chatID, store.MaxPageSize)
-	if err != nil {
-		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
 	if err != nil {
 		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
 	}
@@ -69,7 +59,7 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	// index: the row comparison only that index can serve, so the planner
 	// never walks the primary key from through, across every chat's
 	// messages, instead.
-	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded, m.parent_id
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded, m.parent_id
 		FROM unnest($1::text[]) AS c(id)
 		CROSS JOIN LATERAL (SELECT coalesce((SELECT compaction_through FROM messages
 			WHERE chat_id = c.id AND compaction_through IS NOT NULL AND NOT superseded
@@ -82,68 +72,13 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	if err != nil {
 		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
 	}
-	byChat := map[string][]chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
-	if err != nil {
-		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
-	}
-	return byChat, nil
-}
-
-// scanMessages reads and closes rows of messageColumns, calling fn with
-// each.
-func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			m            chat.Message
-			role         string
-			parts, usage []byte
-		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt, &m.Superseded, &m.ParentID); err != nil {
-			return err
-		}
-		m.Role = chat.Role(role)
-		m.CreatedAt = m.CreatedAt.UTC()
-		var err error
-		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		fn(m)
-	}
-	return rows.Err()
+	return dbutil.ByChat(msgs), nil
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
+	qs, err := queryAll(ctx, r.q, dbutil.ScanQueued, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
 		WHERE chat_id = $1 ORDER BY id`, chatID)
 	if err != nil {
-		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-	}
-	defer rows.Close()
-	qs := []chat.QueuedMessage{}
-	for rows.Next() {
-		var (
-			q      chat.QueuedMessage
-			parts  []byte
-			format *string
-		)
-		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &format, &q.CreatedAt); err != nil {
-			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-		}
-		q.CreatedAt = q.CreatedAt.UTC()
-		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		if q.ResponseFormat, err = dbutil.DecodeFormat(bytesOf(format)); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		qs = append(qs, q)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
 	}
 	return qs, nil
@@ -255,12 +190,8 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 					AND ($2 = 0 OR EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND id = $2 AND NOT superseded))))
 			ORDER BY id DESC LIMIT $3) v ORDER BY id`, *parent
 	}
-	rows, err := r.q.Query(ctx, query, chatID, arg, store.MaxPageSize)
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, arg, store.MaxPageSize)
 	if err != nil {
-		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
-	}
-	msgs := []chat.Message{}
-	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
 	return msgs, nil

@@ -11,18 +11,8 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
+// tokenColumns are the columns dbutil.ScanToken reads, in its order.
 const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
-// scanToken reads one row of tokenColumns.
-func scanToken(row pgx.Row) (store.Token, error) {
-	var t store.Token
-	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.CreatedAt, &t.RevokedAt); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = t.CreatedAt.UTC()
-	t.RevokedAt = dbutil.UTCPtr(t.RevokedAt)
-	return t, nil
-}
 
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
@@ -33,7 +23,7 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := scanToken(r.q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id))
+	t, err := dbutil.ScanToken(r.q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
 	}
@@ -44,21 +34,9 @@ func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	rows, err := r.q.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+tokenColumns+` FROM api_tokens
 		WHERE $1 = '' OR owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
-	}
-	defer rows.Close()
-	toks := []store.Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tokens: %w", err)
-		}
-		toks = append(toks, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return toks, nil

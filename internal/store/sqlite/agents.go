@@ -12,28 +12,12 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// agentColumns are the columns scanAgent reads: the agent's row joined
+// agentColumns are the columns dbutil.ScanAgent reads: the agent's row joined
 // with one of its versions (v).
 const agentColumns = `a.owner, a.name, v.version, a.deleted, a.created_at, v.created_at, v.definition`
 
-func scanAgent(row interface{ Scan(...any) error }) (agent.Agent, error) {
-	var (
-		a                agent.Agent
-		created, updated int64
-		def              []byte
-	)
-	if err := row.Scan(&a.Owner, &a.Name, &a.Version, &a.Deleted, &created, &updated, &def); err != nil {
-		return agent.Agent{}, err
-	}
-	a.CreatedAt, a.UpdatedAt = dbutil.FromMicros(created), dbutil.FromMicros(updated)
-	if err := dbutil.DecodeAgent(&a, def); err != nil {
-		return agent.Agent{}, err
-	}
-	return a, nil
-}
-
 func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, error) {
-	a, err := scanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = ? AND a.name = ?`, owner, name))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,7 +30,7 @@ func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, 
 }
 
 func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version int) (agent.Agent, error) {
-	a, err := scanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = ? AND a.name = ? AND v.version = ?`, owner, name, version))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -79,20 +63,8 @@ func (r reader) ListAgentVersions(ctx context.Context, owner, name string) ([]ag
 
 // agents reads the rows of a query of agentColumns.
 func (r reader) agents(ctx context.Context, op, query string, args ...any) ([]agent.Agent, error) {
-	rows, err := r.q.QueryContext(ctx, query, args...)
+	out, err := queryAll(ctx, r.q, dbutil.ScanAgent, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	out := []agent.Agent{}
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return out, nil

@@ -13,59 +13,13 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns scanChat reads, in its order.
+// chatColumns are the columns dbutil.ScanChat reads, in its order.
 const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
 	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
 	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
 	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
 	compact_requested, agent, agent_version, max_steps,
 	response_format, turn_format, output_repairs`
-
-// scanChat reads one row of chatColumns.
-func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
-	var (
-		c                                      chat.Chat
-		tools, labels, lastErr, globs, approve []byte
-		format, turn                           []byte
-		timeoutMS, created, updated            int64
-		deadline, leaseExpires                 sql.NullInt64
-		agentVersion                           sql.NullInt64
-	)
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
-		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
-		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &c.Agent, &agentVersion, &c.MaxSteps,
-		&format, &turn, &c.OutputRepairs)
-	if err != nil {
-		return chat.Chat{}, err
-	}
-	c.AgentVersion = int(agentVersion.Int64)
-	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeFormats(&c, format, turn); err != nil {
-		return chat.Chat{}, err
-	}
-	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
-	c.ActionDeadline = nullTime(deadline)
-	c.LeaseExpiresAt = nullTime(leaseExpires)
-	c.CreatedAt = dbutil.FromMicros(created)
-	c.UpdatedAt = dbutil.FromMicros(updated)
-	return c, nil
-}
-
-// nullTime converts a nullable microsecond column.
-func nullTime(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := dbutil.FromMicros(v.Int64)
-	return &t
-}
 
 // nullMicros converts a nullable time for a microsecond column.
 func nullMicros(t *time.Time) sql.NullInt64 {
@@ -76,7 +30,7 @@ func nullMicros(t *time.Time) sql.NullInt64 {
 }
 
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
-	c, err := scanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
+	c, err := dbutil.ScanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
 	}
@@ -113,29 +67,12 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.QueryContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.ChatPage{Chats: []chat.Chat{}}
-	for rows.Next() {
-		c, err := scanChat(rows)
-		if err != nil {
-			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-		}
-		page.Chats = append(page.Chats, c)
-	}
-	if err := rows.Err(); err != nil {
-		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-	}
-	if len(page.Chats) > limit {
-		page.Chats = page.Chats[:limit]
-		last := page.Chats[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.ChatPage(chats, limit), nil
 }
 
 // LockChat reads the chat; the BEGIN IMMEDIATE transaction already excludes
@@ -245,7 +182,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	// ends the count of recoveries in a row. Every change sets or clears
 	// the request to compact. A run a person asks for starts the turn's
 	// repairs over.
-	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
+	c, err := dbutil.ScanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = ?, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			compact_requested = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,

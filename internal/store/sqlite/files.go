@@ -12,22 +12,8 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
+// fileColumns are the columns dbutil.ScanFile reads, in its order.
 const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
-// scanFile reads one row of fileColumns.
-func scanFile(row interface{ Scan(...any) error }) (store.File, error) {
-	var (
-		f       store.File
-		created int64
-		deleted sql.NullInt64
-	)
-	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, &created, &deleted); err != nil {
-		return store.File{}, err
-	}
-	f.CreatedAt = dbutil.FromMicros(created)
-	f.Deleted = deleted.Valid
-	return f, nil
-}
 
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction of the writer: uploads
@@ -89,7 +75,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := scanFile(r.q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
+	f, err := dbutil.ScanFile(r.q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}
@@ -112,29 +98,12 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.QueryContext(ctx, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.FilePage{Files: []store.File{}}
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-		}
-		page.Files = append(page.Files, f)
-	}
-	if err := rows.Err(); err != nil {
-		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-	}
-	if len(page.Files) > limit {
-		page.Files = page.Files[:limit]
-		last := page.Files[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.FilePage(files, limit), nil
 }
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {

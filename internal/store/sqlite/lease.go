@@ -89,7 +89,7 @@ func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat,
 		}
 		defer rows.Close()
 		for rows.Next() {
-			c, err := scanChat(rows)
+			c, err := dbutil.ScanChat(rows)
 			if err != nil {
 				return err
 			}

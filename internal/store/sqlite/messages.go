@@ -11,7 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// messageColumns are the columns scanMessages reads, in its order.
+// messageColumns are the columns dbutil.ScanMessage reads, in its order.
 const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded, parent_id`
 
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
@@ -27,12 +27,7 @@ func (r reader) ListEveryMessage(ctx context.Context, chatID string, after int64
 // listMessages runs a page query of a chat's messages, naming the
 // operation op in errors.
 func (r reader) listMessages(ctx context.Context, op, query, chatID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := r.q.QueryContext(ctx, query, chatID, after, dbutil.PageLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, after, dbutil.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
 	}
@@ -42,15 +37,10 @@ func (r reader) listMessages(ctx context.Context, op, query, chatID string, afte
 func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
 	// The last assistant message is found walking the (chat_id, id) index
 	// backwards, so a long history costs nothing more.
-	rows, err := r.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
 		WHERE chat_id = ? AND superseded = 0 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = ? AND role = 'assistant' AND superseded = 0 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT ?`, chatID, chatID, store.MaxPageSize)
-	if err != nil {
-		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
 	if err != nil {
 		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
 	}
@@ -67,7 +57,7 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	// predicate), then its cut-off (the limit-th message after the
 	// compaction's through), on the (chat_id, id) index. MATERIALIZED keeps
 	// SQLite from re-running those lookups for every message.
-	rows, err := r.q.QueryContext(ctx, `WITH t AS MATERIALIZED (
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `WITH t AS MATERIALIZED (
 			SELECT value AS chat_id, coalesce((SELECT compaction_through FROM messages
 				WHERE chat_id = value AND compaction_through IS NOT NULL AND superseded = 0
 				ORDER BY id DESC LIMIT 1), 0) AS through
@@ -84,67 +74,13 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	if err != nil {
 		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
 	}
-	byChat := map[string][]chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
-	if err != nil {
-		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
-	}
-	return byChat, nil
-}
-
-// scanMessages reads and closes rows of messageColumns, calling fn with
-// each.
-func scanMessages(rows *sql.Rows, fn func(chat.Message)) error {
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			m            chat.Message
-			parts, usage []byte
-			created      int64
-		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &m.Role, &parts, &usage, &created, &m.Superseded, &m.ParentID); err != nil {
-			return err
-		}
-		var err error
-		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		m.CreatedAt = dbutil.FromMicros(created)
-		fn(m)
-	}
-	return rows.Err()
+	return dbutil.ByChat(msgs), nil
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
+	qs, err := queryAll(ctx, r.q, dbutil.ScanQueued, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
 		WHERE chat_id = ? ORDER BY id`, chatID)
 	if err != nil {
-		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-	}
-	defer rows.Close()
-	qs := []chat.QueuedMessage{}
-	for rows.Next() {
-		var (
-			q             chat.QueuedMessage
-			parts, format []byte
-			created       int64
-		)
-		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &format, &created); err != nil {
-			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-		}
-		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		if q.ResponseFormat, err = dbutil.DecodeFormat(format); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		q.CreatedAt = dbutil.FromMicros(created)
-		qs = append(qs, q)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
 	}
 	return qs, nil
@@ -233,12 +169,8 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 					AND (?2 = 0 OR EXISTS (SELECT 1 FROM messages WHERE chat_id = ?1 AND id = ?2 AND superseded = 0))))
 			ORDER BY id DESC LIMIT ?3) ORDER BY id`, *parent
 	}
-	rows, err := r.q.QueryContext(ctx, query, chatID, arg, store.MaxPageSize)
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, arg, store.MaxPageSize)
 	if err != nil {
-		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
-	}
-	msgs := []chat.Message{}
-	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
 	return msgs, nil

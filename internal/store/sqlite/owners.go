@@ -10,22 +10,8 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
+// tokenColumns are the columns dbutil.ScanToken reads, in its order.
 const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
-// scanToken reads one row of tokenColumns.
-func scanToken(row interface{ Scan(...any) error }) (store.Token, error) {
-	var (
-		t       store.Token
-		created int64
-		revoked sql.NullInt64
-	)
-	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &created, &revoked); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = dbutil.FromMicros(created)
-	t.RevokedAt = nullTime(revoked)
-	return t, nil
-}
 
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
@@ -36,7 +22,7 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := scanToken(r.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
+	t, err := dbutil.ScanToken(r.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
 	}
@@ -47,21 +33,9 @@ func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+tokenColumns+` FROM api_tokens
 		WHERE ? = '' OR owner = ? ORDER BY created_at, id`, owner, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
-	}
-	defer rows.Close()
-	toks := []store.Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tokens: %w", err)
-		}
-		toks = append(toks, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return toks, nil

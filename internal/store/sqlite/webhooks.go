@@ -407,15 +407,11 @@ func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) 
 }
 
 func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
-	rows, err := s.reader.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.reader.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
 		WHERE chat_id = ?1 AND superseded = 0 AND id <= ?2 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = ?1 AND role = 'assistant' AND superseded = 0 AND id <= ?2 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT ?3`, chatID, through, store.MaxPageSize)
 	if err != nil {
-		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
-	}
-	msgs := []chat.Message{}
-	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
 		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
 	}
 	return msgs, nil

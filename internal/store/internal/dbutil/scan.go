@@ -134,3 +134,12 @@ func ScanToken(row Row) (store.Token, error) {
 	}
 	return t, nil
 }
+
+// ByChat groups messages by their chat, keeping their order.
+func ByChat(msgs []chat.Message) map[string][]chat.Message {
+	byChat := map[string][]chat.Message{}
+	for _, m := range msgs {
+		byChat[m.ChatID] = append(byChat[m.ChatID], m)
+	}
+	return byChat
+}
