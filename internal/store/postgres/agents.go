@@ -52,13 +52,7 @@ func (r reader) ListAgentVersions(ctx context.Context, owner, name string) ([]ag
 	out, err := r.agents(ctx, "list versions of agent "+name, `SELECT `+agentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = $1 AND a.name = $2 ORDER BY v.version`, owner, name)
-	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("list versions of agent %s: %w", name, store.ErrNotFound)
-	}
-	for i := range out {
-		out[i].CreatedAt = out[i].UpdatedAt
-	}
-	return out, err
+	return dbutil.AgentVersions(name, out, err)
 }
 
 // agents reads the rows of a query of agentColumns.

@@ -197,18 +197,9 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context, count bool) ([]string,
 }
 
 func (r reader) ExpiredActions(ctx context.Context, limit int) ([]store.Expired, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, action_deadline FROM chats
+	out, err := queryAll(ctx, r.q, dbutil.ScanExpired, `SELECT id, action_deadline FROM chats
 		WHERE status = 'requires_action' AND action_deadline <= now()
 		ORDER BY action_deadline, id LIMIT $1`, dbutil.PageLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("expired actions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Expired, error) {
-		var e store.Expired
-		err := row.Scan(&e.ChatID, &e.Deadline)
-		e.Deadline = e.Deadline.UTC()
-		return e, err
-	})
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}

@@ -143,3 +143,18 @@ func ByChat(msgs []chat.Message) map[string][]chat.Message {
 	}
 	return byChat
 }
+
+// ScanExpired reads one row of a chat's id and action_deadline.
+func ScanExpired(row Row) (store.Expired, error) {
+	var e store.Expired
+	err := row.Scan(&e.ChatID, Time(&e.Deadline))
+	return e, err
+}
+
+// ScanOwnerStat reads one row of owner, pending, running, input_tokens,
+// output_tokens, cost_micros.
+func ScanOwnerStat(row Row) (store.OwnerStat, error) {
+	var s store.OwnerStat
+	err := row.Scan(&s.Owner, &s.Pending, &s.Running, &s.Usage.InputTokens, &s.Usage.OutputTokens, &s.Usage.CostMicros)
+	return s, err
+}
