@@ -158,9 +158,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRow(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, version = version + 1, updated_at = $5
 		WHERE id = $1 RETURNING version`, c.ID, c.Title, string(labels), c.Archived, now).Scan(&c.Version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
@@ -251,9 +249,7 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
 	var owner string
 	err := t.q.QueryRow(ctx, `DELETE FROM chats WHERE id = $1 RETURNING owner`, id).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err == nil {
 		err = t.LockOwner(ctx, owner)
 	}
@@ -305,9 +301,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRow(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = $1
 		RETURNING output_repairs`, id).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}

@@ -103,9 +103,7 @@ func oneRow(tag pgconn.CommandTag, err error) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRow(ctx, `SELECT 1 FROM owners WHERE name = $1 FOR NO KEY UPDATE`, owner).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}

@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
@@ -32,9 +30,7 @@ func (r reader) OwnerQuotas(ctx context.Context, owner string) (quota.Overrides,
 	var b []byte
 	err := r.q.QueryRow(ctx, `SELECT q.overrides FROM owners o
 		LEFT JOIN owner_quotas q ON q.owner = o.name WHERE o.name = $1`, owner).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return quota.Overrides{}, fmt.Errorf("quotas of owner %s: %w", owner, err)
 	}

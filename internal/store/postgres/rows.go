@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
@@ -14,4 +17,12 @@ func queryAll[T any](ctx context.Context, q querier, scan func(dbutil.Row) (T, e
 	}
 	defer rows.Close()
 	return dbutil.Collect(rows, scan)
+}
+
+// notFound is store.ErrNotFound for a query that found no row, else err.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
 }

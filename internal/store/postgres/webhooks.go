@@ -64,9 +64,7 @@ func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.Webhook
 func getEndpoint(ctx context.Context, q querier, owner, id, lock string) (store.WebhookEndpoint, error) {
 	e, err := dbutil.ScanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = $1 AND owner = $2 `+lock, id, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return e, fmt.Errorf("webhook %s: %w", id, err)
 	}
@@ -131,9 +129,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret strin
 			secret = $2, updated_at = now()
 		WHERE id = $3 AND owner = $4 RETURNING `+endpointColumns,
 		overlap.Microseconds(), secret, id, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
 	}
@@ -167,9 +163,7 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 			RETURNING *)
 		SELECT `+deliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
 		deliveryID, endpointID, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
 	}

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/agent"
@@ -20,9 +18,7 @@ func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, 
 	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = ? AND a.name = ?`, owner, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s: %w", name, err)
 	}
@@ -33,9 +29,7 @@ func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version
 	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = ? AND a.name = ? AND v.version = ?`, owner, name, version))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s version %d: %w", name, version, err)
 	}
@@ -147,9 +141,7 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 		WHERE id = ? RETURNING version`,
 		c.AgentVersion, c.Model, c.SystemPrompt, text(js.Tools), text(js.Approve), text(js.DynamicTools), c.MaxSteps,
 		text(js.ResponseFormat), dbutil.Micros(now), c.ID).Scan(&c.Version)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return fmt.Errorf("set agent version of chat %s: %w", c.ID, err)
 	}

@@ -149,9 +149,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRowContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, version = version + 1, updated_at = ?
 		WHERE id = ? RETURNING version`, c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID).Scan(&c.Version)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
@@ -235,9 +233,7 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
 	var owner string
 	err := t.q.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING owner`, id).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err == nil {
 		err = purgeFiles(ctx, t.q, owner)
 	}
@@ -297,9 +293,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRowContext(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = ?
 		RETURNING output_repairs`, id).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}

@@ -143,9 +143,7 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 	var parent, through *int64
 	err := r.q.QueryRowContext(ctx, `SELECT parent_id, compaction_through FROM messages
 		WHERE chat_id = ? AND id = ?`, chatID, id).Scan(&parent, &through)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
@@ -185,9 +183,7 @@ func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 		usage_output_tokens = usage_output_tokens + ?, usage_cost_micros = usage_cost_micros + ?,
 		version = version + 1, updated_at = ? WHERE id = ? RETURNING owner`,
 		u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Micros(now), chatID).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err == nil {
 		err = addToLedger(ctx, t.q, owner, now, u)
 	}

@@ -93,9 +93,7 @@ func (t *tx) RevokeToken(ctx context.Context, id string) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRowContext(ctx, `SELECT 1 FROM owners WHERE name = ?`, owner).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}

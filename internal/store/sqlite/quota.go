@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -34,9 +32,7 @@ func (r reader) OwnerQuotas(ctx context.Context, owner string) (quota.Overrides,
 	var b []byte
 	err := r.q.QueryRowContext(ctx, `SELECT q.overrides FROM owners o
 		LEFT JOIN owner_quotas q ON q.owner = o.name WHERE o.name = ?`, owner).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err != nil {
 		return quota.Overrides{}, fmt.Errorf("quotas of owner %s: %w", owner, err)
 	}
