@@ -125,13 +125,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	if tag.RowsAffected() == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	if c.DynamicTools == nil {
-		c.DynamicTools = []chat.DynamicTool{}
-	}
+	dbutil.Inserted(c, now)
 	return nil
 }
 
@@ -141,13 +135,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
 	var exists bool
 	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists)
-	switch {
-	case err != nil:
-		return fmt.Errorf("insert %s %s: %w", what, id, err)
-	case exists:
-		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
-	}
-	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+	return dbutil.InsertRefused(what, id, owner, exists, err)
 }
 
 func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {

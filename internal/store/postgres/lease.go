@@ -104,12 +104,9 @@ var acquireSQL = `WITH RECURSIVE ownerQueues AS (
 // it sees every chat the previous holder started. The lock travels in the
 // same round trip as the query and is held for the length of one statement.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
-	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
-	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+	workerID := a.WorkerID
+	if err := dbutil.CheckAcquire(a); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
-	}
-	if a.MaxRunning < 0 {
-		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
 	}
 	chats, err := s.acquire(ctx, a)
 	if err != nil {

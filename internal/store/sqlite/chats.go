@@ -116,13 +116,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	} else if n == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	if c.DynamicTools == nil {
-		c.DynamicTools = []chat.DynamicTool{}
-	}
+	dbutil.Inserted(c, now)
 	return nil
 }
 
@@ -132,13 +126,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
 	var exists bool
 	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)`, id).Scan(&exists)
-	switch {
-	case err != nil:
-		return fmt.Errorf("insert %s %s: %w", what, id, err)
-	case exists:
-		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
-	}
-	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+	return dbutil.InsertRefused(what, id, owner, exists, err)
 }
 
 func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {

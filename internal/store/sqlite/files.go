@@ -122,15 +122,7 @@ func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
 
 func (r reader) FileData(ctx context.Context, owner, id string) (store.File, []byte, error) {
 	f, rc, err := r.OpenFile(ctx, owner, id)
-	if err != nil {
-		return store.File{}, nil, err
-	}
-	defer rc.Close()
-	data, err := dbutil.ReadAllSized(rc, f.Size)
-	if err != nil {
-		return store.File{}, nil, fmt.Errorf("read file %s: %w", id, err)
-	}
-	return f, data, nil
+	return dbutil.ReadFile(f, rc, err)
 }
 
 func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.ReadCloser, error) {

@@ -72,11 +72,8 @@ var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
 // counting the same free slots.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
 	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
-	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+	if err := dbutil.CheckAcquire(a); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
-	}
-	if a.MaxRunning < 0 {
-		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
 	}
 	var chats []chat.Chat
 	err := s.writeOne(ctx, func(q querier) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -24,6 +25,31 @@ func CheckNewChat(c *chat.Chat) error {
 		return &store.IllegalTransitionError{From: chat.New, To: c.Status}
 	}
 	return nil
+}
+
+// Inserted sets what InsertChat stored of c besides its fields: its
+// creation time, version 1, and empty labels and dynamic tools for none.
+func Inserted(c *chat.Chat, now time.Time) {
+	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.DynamicTools == nil {
+		c.DynamicTools = []chat.DynamicTool{}
+	}
+}
+
+// InsertRefused explains an INSERT ... WHERE EXISTS (owner) ON CONFLICT
+// DO NOTHING that inserted nothing, from whether the key exists (read with
+// err): store.ErrExists, else store.ErrNotFound for the owner.
+func InsertRefused(what, id, owner string, exists bool, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	case exists:
+		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
+	}
+	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
 }
 
 // CheckTransition refuses a status change the state machine forbids.
