@@ -29,11 +29,8 @@ func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
 // getChat reads one chat with query, naming the operation op in errors.
 func (r reader) getChat(ctx context.Context, op, query, id string) (chat.Chat, error) {
 	c, err := dbutil.ScanChat(r.q.QueryRow(ctx, query, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
-	}
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, err)
+		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, notFound(err))
 	}
 	return c, nil
 }

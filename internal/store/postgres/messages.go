@@ -92,10 +92,7 @@ func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMes
 func (t *tx) lockForAppend(ctx context.Context, chatID string) error {
 	var one int
 	err := t.q.QueryRow(ctx, `SELECT 1 FROM chats WHERE id = $1 FOR NO KEY UPDATE`, chatID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
+	return notFound(err)
 }
 
 func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {

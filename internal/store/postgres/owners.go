@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
@@ -24,11 +23,8 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 	t, err := dbutil.ScanToken(r.q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
 	return t, nil
 }

@@ -175,11 +175,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	err := s.writeTx(ctx, func(q querier) error {
 		var one int
 		err := q.QueryRow(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = $1 AND owner = $2`, endpointID, owner).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
 		tag, err := q.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
 			SELECT d.event_id, d.endpoint_id, now(), now() FROM webhook_deliveries d

@@ -31,11 +31,8 @@ func nullMicros(t *time.Time) sql.NullInt64 {
 
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
 	c, err := dbutil.ScanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, notFound(err))
 	}
 	return c, nil
 }

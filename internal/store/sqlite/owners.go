@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -23,11 +22,8 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 	t, err := dbutil.ScanToken(r.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
 	return t, nil
 }

@@ -132,10 +132,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret strin
 			SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?
 			WHERE id = ? AND owner = ? RETURNING `+endpointColumns,
 			dbutil.Micros(now.Add(overlap)), secret, dbutil.Micros(now), id, owner))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		return err
+		return notFound(err)
 	})
 	if err != nil {
 		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
@@ -171,11 +168,8 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 			JOIN webhook_endpoints p ON p.id = d.endpoint_id
 			WHERE d.id = ? AND d.endpoint_id = ? AND p.owner = ? RETURNING id`,
 			now, now, deliveryID, endpointID, owner).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
 		d, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
 			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id))
@@ -193,11 +187,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	err := s.writeOne(ctx, func(q querier) error {
 		var one int
 		err := q.QueryRowContext(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = ? AND owner = ?`, endpointID, owner).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
 		res, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
 			SELECT d.event_id, d.endpoint_id, ?, ? FROM webhook_deliveries d
