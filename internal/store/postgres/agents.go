@@ -12,12 +12,8 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// agentColumns are the columns dbutil.ScanAgent reads: the agent's row joined
-// with one of its versions (v).
-const agentColumns = `a.owner, a.name, v.version, a.deleted, a.created_at, v.created_at, v.definition`
-
 func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, error) {
-	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = $1 AND a.name = $2`, owner, name))
 	err = notFound(err)
@@ -28,7 +24,7 @@ func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, 
 }
 
 func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version int) (agent.Agent, error) {
-	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = $1 AND a.name = $2 AND v.version = $3`, owner, name, version))
 	err = notFound(err)
@@ -39,19 +35,19 @@ func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version
 }
 
 func (r reader) ListAgents(ctx context.Context, owner string) ([]agent.Agent, error) {
-	return r.agents(ctx, "list agents", `SELECT `+agentColumns+`
+	return r.agents(ctx, "list agents", `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = $1 AND NOT a.deleted ORDER BY a.name`, owner)
 }
 
 func (r reader) ListAgentVersions(ctx context.Context, owner, name string) ([]agent.Agent, error) {
-	out, err := r.agents(ctx, "list versions of agent "+name, `SELECT `+agentColumns+`
+	out, err := r.agents(ctx, "list versions of agent "+name, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = $1 AND a.name = $2 ORDER BY v.version`, owner, name)
 	return dbutil.AgentVersions(name, out, err)
 }
 
-// agents reads the rows of a query of agentColumns.
+// agents reads the rows of a query of dbutil.AgentColumns.
 func (r reader) agents(ctx context.Context, op, query string, args ...any) ([]agent.Agent, error) {
 	out, err := queryAll(ctx, r.q, dbutil.ScanAgent, query, args...)
 	if err != nil {

@@ -14,16 +14,8 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns dbutil.ScanChat reads, in its order.
-const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
-	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
-	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, agent, agent_version, max_steps,
-	response_format, turn_format, output_repairs`
-
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
-	return r.getChat(ctx, "get chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id)
+	return r.getChat(ctx, "get chat", `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = $1`, id)
 }
 
 // getChat reads one chat with query, naming the operation op in errors.
@@ -68,7 +60,7 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		}
 		where = append(where, "(created_at, id) < ("+arg(at)+", "+arg(id)+")")
 	}
-	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT `+arg(limit+1), args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
@@ -79,7 +71,7 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 // LockChat reads the chat with SELECT ... FOR UPDATE: until the transaction
 // ends, other transactions that lock or update the chat wait.
 func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
-	return t.getChat(ctx, "lock chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
+	return t.getChat(ctx, "lock chat", `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
 }
 
 // Now reads now(): the start of the transaction, on the clock deadlines
@@ -104,7 +96,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	// Neither a duplicate id nor an unknown owner raises an error, which
 	// would abort the whole transaction: the insert just does nothing, and
 	// insertRefused says why.
-	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
+	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+dbutil.ChatColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
 			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json,
@@ -159,9 +151,9 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err != nil {
 		return chat.Chat{}, err
 	}
-	q := `UPDATE chats SET ` + transitionSet + ` WHERE id = $1 AND status = $2 RETURNING ` + chatColumns
+	q := `UPDATE chats SET ` + transitionSet + ` WHERE id = $1 AND status = $2 RETURNING ` + dbutil.ChatColumns
 	if tr.AddUsage != (chat.Usage{}) {
-		q = withLedger(q, chatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
+		q = withLedger(q, dbutil.ChatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
 	}
 	c, err := dbutil.ScanChat(t.q.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -12,9 +12,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// fileColumns are the columns dbutil.ScanFile reads, in its order.
-const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction. It is not tried again on
 // failure (content cannot be read twice). It first takes the owner's lock
@@ -63,7 +60,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 			}
 		}
 		// No blob row now means no owner.
-		tag, err = tx.Exec(ctx, `INSERT INTO files (`+fileColumns+`)
+		tag, err = tx.Exec(ctx, `INSERT INTO files (`+dbutil.FileColumns+`)
 			SELECT $1, owner, $2, $3, $4, sha256, $5, NULL FROM file_blobs WHERE owner = $6 AND sha256 = $7`,
 			f.ID, f.Name, f.MediaType, f.Size, now, f.Owner, f.SHA256)
 		if err := oneRow(tag, err); err != nil {
@@ -83,7 +80,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := dbutil.ScanFile(r.q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
+	f, err := dbutil.ScanFile(r.q.QueryRow(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
 	err = notFound(err)
 	if err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
@@ -104,7 +101,7 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, at, id)
 	}
 	args = append(args, limit+1)
-	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+dbutil.FileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)

@@ -86,7 +86,7 @@ var acquireSQL = `WITH RECURSIVE ownerQueues AS (
 	SET status = ` + acquireTo + `, worker_id = $1, lease_generation = lease_generation + 1,
 		lease_expires_at = now() + $2::bigint * interval '1 microsecond', version = version + 1, updated_at = now()
 	WHERE id IN (SELECT id FROM picked)
-	RETURNING ` + chatColumns
+	RETURNING ` + dbutil.ChatColumns
 
 // AcquireChats takes up to a.Max pending chats, fairly across owners and
 // within each owner's max_running (acquireSQL), skipping those another

@@ -10,9 +10,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// tokenColumns are the columns dbutil.ScanToken reads, in its order.
-const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
 	if err := r.q.QueryRow(ctx, `SELECT count(*) FROM owners`).Scan(&n); err != nil {
@@ -22,7 +19,7 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := dbutil.ScanToken(r.q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id))
+	t, err := dbutil.ScanToken(r.q.QueryRow(ctx, `SELECT `+dbutil.TokenColumns+` FROM api_tokens WHERE id = $1`, id))
 	if err != nil {
 		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
@@ -30,7 +27,7 @@ func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+dbutil.TokenColumns+` FROM api_tokens
 		WHERE $1 = '' OR owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
@@ -57,7 +54,7 @@ func (t *tx) InsertToken(ctx context.Context, tok *store.Token) error {
 		return errors.New("insert token: id and hash are required")
 	}
 	now := dbutil.Now()
-	tag, err := t.q.Exec(ctx, `INSERT INTO api_tokens (`+tokenColumns+`)
+	tag, err := t.q.Exec(ctx, `INSERT INTO api_tokens (`+dbutil.TokenColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::bytea, $5::timestamptz, $6::timestamptz
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,

@@ -17,11 +17,6 @@ import (
 const endpointColumns = `id, owner, url, to_json(events), description, secret, previous_secret,
 	previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at`
 
-// deliveryColumns are the columns dbutil.ScanDelivery reads (d: the delivery, e:
-// its event).
-const deliveryColumns = `d.id, d.event_id, d.endpoint_id, e.type, e.chat_id, d.status, d.attempts,
-	d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
-
 // writeTx runs fn's statements in one transaction.
 func (s *Store) writeTx(ctx context.Context, fn func(q querier) error) error {
 	return s.InTx(ctx, func(t store.Tx) error { return fn(t.(*tx).q) })
@@ -145,7 +140,7 @@ func (s *Store) ListDeliveries(ctx context.Context, owner, endpointID, cursor st
 		return store.DeliveryPage{}, err
 	}
 	limit = dbutil.PageLimit(limit)
-	ds, err := queryAll(ctx, s.q, dbutil.ScanDelivery, `SELECT `+deliveryColumns+`
+	ds, err := queryAll(ctx, s.q, dbutil.ScanDelivery, `SELECT `+dbutil.DeliveryColumns+`
 		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
 		WHERE d.endpoint_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3`, endpointID, before, limit+1)
 	if err != nil {
@@ -161,7 +156,7 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 			JOIN webhook_endpoints p ON p.id = d.endpoint_id
 			WHERE d.id = $1 AND d.endpoint_id = $2 AND p.owner = $3
 			RETURNING *)
-		SELECT `+deliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
+		SELECT `+dbutil.DeliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
 		deliveryID, endpointID, owner))
 	err = notFound(err)
 	if err != nil {
@@ -192,13 +187,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	return int(n), nil
 }
 
-// eventColumns are the columns dbutil.ScanEvent reads (e: the event).
-const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
-	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
-	e.through_message_id, e.body, e.created_at`
-
 func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.WebhookEvent, error) {
-	out, err := queryAll(ctx, s.q, dbutil.ScanEvent, `SELECT `+eventColumns+` FROM webhook_events e
+	out, err := queryAll(ctx, s.q, dbutil.ScanEvent, `SELECT `+dbutil.EventColumns+` FROM webhook_events e
 		WHERE e.owner = $1 ORDER BY e.seq`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
@@ -237,7 +227,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 		c AS (
 			UPDATE webhook_endpoints p SET claimed_by = $2, claimed_until = now() + $1::bigint * interval '1 microsecond'
 			WHERE p.id IN (SELECT endpoint_id FROM u) RETURNING p.id)
-		SELECT `+eventColumns+`, `+deliveryColumns+`, `+endpointColumnsP+`
+		SELECT `+dbutil.EventColumns+`, `+dbutil.DeliveryColumns+`, `+endpointColumnsP+`
 		FROM u AS d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints p ON p.id = d.endpoint_id
 		WHERE d.endpoint_id IN (SELECT id FROM c)
 		ORDER BY d.endpoint_id, d.id`,
@@ -367,7 +357,7 @@ func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) 
 }
 
 func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
-	msgs, err := queryAll(ctx, s.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = $1 AND NOT superseded AND id <= $2 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded AND id <= $2 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT $3`, chatID, through, store.MaxPageSize)

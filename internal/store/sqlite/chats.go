@@ -13,14 +13,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns dbutil.ScanChat reads, in its order.
-const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
-	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
-	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, agent, agent_version, max_steps,
-	response_format, turn_format, output_repairs`
-
 // nullMicros converts a nullable time for a microsecond column.
 func nullMicros(t *time.Time) sql.NullInt64 {
 	if t == nil {
@@ -30,7 +22,7 @@ func nullMicros(t *time.Time) sql.NullInt64 {
 }
 
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
-	c, err := dbutil.ScanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
+	c, err := dbutil.ScanChat(r.q.QueryRowContext(ctx, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = ?`, id))
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, notFound(err))
 	}
@@ -64,7 +56,7 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
@@ -95,7 +87,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 		return fmt.Errorf("insert chat %s: %w", c.ID, err)
 	}
 	now := dbutil.Now()
-	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
+	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+dbutil.ChatColumns+`)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
@@ -175,7 +167,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
-		RETURNING `+chatColumns,
+		RETURNING `+dbutil.ChatColumns,
 		string(tr.To), text(lastErr), deadline, dbutil.Micros(now), tr.Compact,
 		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running, dbutil.RunAsked(tr),
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))

@@ -12,9 +12,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// fileColumns are the columns dbutil.ScanFile reads, in its order.
-const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction of the writer: uploads
 // pass one at a time, each counting the bytes the ones before it stored.
@@ -55,7 +52,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 			}
 		}
 		// No blob row now means no owner.
-		res, err = q.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`)
+		res, err = q.ExecContext(ctx, `INSERT INTO files (`+dbutil.FileColumns+`)
 			SELECT ?, owner, ?, ?, ?, sha256, ?, NULL FROM file_blobs WHERE owner = ? AND sha256 = ?`,
 			f.ID, f.Name, f.MediaType, f.Size, dbutil.Micros(now), f.Owner, f.SHA256)
 		if err := oneRow(res, err); err != nil {
@@ -75,7 +72,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := dbutil.ScanFile(r.q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
+	f, err := dbutil.ScanFile(r.q.QueryRowContext(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
 	err = notFound(err)
 	if err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
@@ -96,7 +93,7 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+dbutil.FileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)

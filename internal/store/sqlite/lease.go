@@ -64,7 +64,7 @@ var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
 		lease_expires_at = ?, version = version + 1, updated_at = ?
 	WHERE id IN (SELECT id FROM ranked WHERE max_running = 0 OR rank <= max_running
 		ORDER BY rank, updated_at, id LIMIT ?)
-	RETURNING ` + chatColumns
+	RETURNING ` + dbutil.ChatColumns
 
 // AcquireChats moves up to a.Max pending chats to running under new leases
 // of a.WorkerID, fairly across owners and within each owner's max_running

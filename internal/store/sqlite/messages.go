@@ -11,16 +11,13 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// messageColumns are the columns dbutil.ScanMessage reads, in its order.
-const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded, parent_id`
-
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
-	return r.listMessages(ctx, "list messages", `SELECT `+messageColumns+` FROM messages
+	return r.listMessages(ctx, "list messages", `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = ? AND id > ? AND superseded = 0 ORDER BY id LIMIT ?`, chatID, after, limit)
 }
 
 func (r reader) ListEveryMessage(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
-	return r.listMessages(ctx, "list every message", `SELECT `+messageColumns+` FROM messages
+	return r.listMessages(ctx, "list every message", `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = ? AND id > ? ORDER BY id LIMIT ?`, chatID, after, limit)
 }
 
@@ -37,7 +34,7 @@ func (r reader) listMessages(ctx context.Context, op, query, chatID string, afte
 func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
 	// The last assistant message is found walking the (chat_id, id) index
 	// backwards, so a long history costs nothing more.
-	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = ? AND superseded = 0 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = ? AND role = 'assistant' AND superseded = 0 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT ?`, chatID, chatID, store.MaxPageSize)
@@ -78,7 +75,7 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	qs, err := queryAll(ctx, r.q, dbutil.ScanQueued, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
+	qs, err := queryAll(ctx, r.q, dbutil.ScanQueued, `SELECT `+dbutil.QueuedColumns+` FROM queued_messages
 		WHERE chat_id = ? ORDER BY id`, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
@@ -148,7 +145,7 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
 	// A compaction is no version of anything: it is its only version.
-	query, arg := `SELECT `+messageColumns+` FROM messages WHERE chat_id = ?1 AND id = ?2 LIMIT ?3`, id
+	query, arg := `SELECT `+dbutil.MessageColumns+` FROM messages WHERE chat_id = ?1 AND id = ?2 LIMIT ?3`, id
 	if through == nil {
 		if parent == nil { // in the history: it follows the history's message before it
 			parent = new(int64)
@@ -160,7 +157,7 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 		}
 		// The superseded versions name their parent; the one in the
 		// history, if the parent is in it, is the history's next message.
-		query, arg = `SELECT * FROM (SELECT `+messageColumns+` FROM messages
+		query, arg = `SELECT * FROM (SELECT `+dbutil.MessageColumns+` FROM messages
 			WHERE chat_id = ?1 AND compaction_through IS NULL AND (parent_id = ?2
 				OR (id = (SELECT id FROM messages WHERE chat_id = ?1 AND id > ?2 AND superseded = 0
 						AND compaction_through IS NULL ORDER BY id LIMIT 1)

@@ -9,9 +9,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// tokenColumns are the columns dbutil.ScanToken reads, in its order.
-const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
 	if err := r.q.QueryRowContext(ctx, `SELECT count(*) FROM owners`).Scan(&n); err != nil {
@@ -21,7 +18,7 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := dbutil.ScanToken(r.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
+	t, err := dbutil.ScanToken(r.q.QueryRowContext(ctx, `SELECT `+dbutil.TokenColumns+` FROM api_tokens WHERE id = ?`, id))
 	if err != nil {
 		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
@@ -29,7 +26,7 @@ func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+dbutil.TokenColumns+` FROM api_tokens
 		WHERE ? = '' OR owner = ? ORDER BY created_at, id`, owner, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
@@ -58,7 +55,7 @@ func (t *tx) InsertToken(ctx context.Context, tok *store.Token) error {
 		return errors.New("insert token: id and hash are required")
 	}
 	now := dbutil.Now()
-	res, err := t.q.ExecContext(ctx, `INSERT INTO api_tokens (`+tokenColumns+`)
+	res, err := t.q.ExecContext(ctx, `INSERT INTO api_tokens (`+dbutil.TokenColumns+`)
 		SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		tok.ID, tok.Owner, tok.Name, tok.Hash, dbutil.Micros(now), nullMicros(tok.RevokedAt), tok.Owner)

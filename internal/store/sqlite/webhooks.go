@@ -18,11 +18,6 @@ import (
 const endpointColumns = `id, owner, url, events, description, secret, previous_secret,
 	previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at`
 
-// deliveryColumns are the columns dbutil.ScanDelivery reads (d: the delivery, e:
-// its event).
-const deliveryColumns = `d.id, d.event_id, d.endpoint_id, e.type, e.chat_id, d.status, d.attempts,
-	d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
-
 func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint, max int) error {
 	events, err := json.Marshal(e.Events)
 	if err != nil {
@@ -149,7 +144,7 @@ func (s *Store) ListDeliveries(ctx context.Context, owner, endpointID, cursor st
 		return store.DeliveryPage{}, err
 	}
 	limit = dbutil.PageLimit(limit)
-	ds, err := queryAll(ctx, s.reader.q, dbutil.ScanDelivery, `SELECT `+deliveryColumns+`
+	ds, err := queryAll(ctx, s.reader.q, dbutil.ScanDelivery, `SELECT `+dbutil.DeliveryColumns+`
 		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
 		WHERE d.endpoint_id = ? AND d.id < ? ORDER BY d.id DESC LIMIT ?`, endpointID, before, limit+1)
 	if err != nil {
@@ -171,7 +166,7 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 		if err != nil {
 			return notFound(err)
 		}
-		d, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+		d, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+dbutil.DeliveryColumns+`
 			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id))
 		return err
 	})
@@ -207,13 +202,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	return int(n), nil
 }
 
-// eventColumns are the columns dbutil.ScanEvent reads (e: the event).
-const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
-	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
-	e.through_message_id, e.body, e.created_at`
-
 func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.WebhookEvent, error) {
-	out, err := queryAll(ctx, s.reader.q, dbutil.ScanEvent, `SELECT `+eventColumns+` FROM webhook_events e
+	out, err := queryAll(ctx, s.reader.q, dbutil.ScanEvent, `SELECT `+dbutil.EventColumns+` FROM webhook_events e
 		WHERE e.owner = ? ORDER BY e.seq`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
@@ -293,11 +283,11 @@ func claimBatch(ctx context.Context, q querier, e store.WebhookEndpoint, c store
 	slices.Sort(ids)
 	for _, id := range ids {
 		var cd store.ClaimedDelivery
-		if cd.Delivery, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+		if cd.Delivery, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+dbutil.DeliveryColumns+`
 			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id)); err != nil {
 			return batch, fmt.Errorf("read delivery %d: %w", id, err)
 		}
-		if cd.Event, err = dbutil.ScanEvent(q.QueryRowContext(ctx, `SELECT `+eventColumns+`
+		if cd.Event, err = dbutil.ScanEvent(q.QueryRowContext(ctx, `SELECT `+dbutil.EventColumns+`
 			FROM webhook_events e WHERE e.id = ?`, cd.Delivery.EventID)); err != nil {
 			return batch, fmt.Errorf("read event of delivery %d: %w", id, err)
 		}
@@ -396,7 +386,7 @@ func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) 
 }
 
 func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
-	msgs, err := queryAll(ctx, s.reader.q, dbutil.ScanMessage, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.reader.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = ?1 AND superseded = 0 AND id <= ?2 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = ?1 AND role = 'assistant' AND superseded = 0 AND id <= ?2 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT ?3`, chatID, through, store.MaxPageSize)

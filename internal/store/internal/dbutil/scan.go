@@ -10,17 +10,10 @@ import (
 )
 
 // The scanners below read the rows of both stores: a backend selects the
-// columns each one names, in its order, and passes the row. Times go
-// through Time and NullTime, JSON columns are read as bytes and decoded
-// here.
+// columns each one names (columns.go) and passes the row. Times go through
+// Time and NullTime, JSON columns are read as bytes and decoded here.
 
-// ScanChat reads one row of the chat columns: id, owner, title, model,
-// system_prompt, status, dynamic_tools, labels, archived, last_error,
-// usage_input_tokens, usage_output_tokens, usage_cost_micros,
-// tool_result_timeout_ms, action_deadline, worker_id, lease_generation,
-// lease_expires_at, interrupt_requested, created_at, updated_at, version,
-// lease_recoveries, tools, approve, compact_requested, agent,
-// agent_version, max_steps, response_format, turn_format, output_repairs.
+// ScanChat reads one row of ChatColumns.
 func ScanChat(row Row) (chat.Chat, error) {
 	var (
 		c                                      chat.Chat
@@ -54,8 +47,7 @@ func ScanChat(row Row) (chat.Chat, error) {
 	return c, nil
 }
 
-// ScanMessage reads one row of the message columns: id, chat_id, role,
-// parts, usage, created_at, superseded, parent_id.
+// ScanMessage reads one row of MessageColumns.
 func ScanMessage(row Row) (chat.Message, error) {
 	var (
 		m            chat.Message
@@ -74,8 +66,7 @@ func ScanMessage(row Row) (chat.Message, error) {
 	return m, nil
 }
 
-// ScanQueued reads one row of id, chat_id, parts, response_format,
-// created_at of a queued message.
+// ScanQueued reads one row of QueuedColumns.
 func ScanQueued(row Row) (chat.QueuedMessage, error) {
 	var (
 		q             chat.QueuedMessage
@@ -94,9 +85,7 @@ func ScanQueued(row Row) (chat.QueuedMessage, error) {
 	return q, nil
 }
 
-// ScanAgent reads one row of an agent joined with one of its versions:
-// owner, name, version, deleted, the agent's created_at, the version's
-// created_at, definition.
+// ScanAgent reads one row of AgentColumns.
 func ScanAgent(row Row) (agent.Agent, error) {
 	var (
 		a   agent.Agent
@@ -111,8 +100,7 @@ func ScanAgent(row Row) (agent.Agent, error) {
 	return a, nil
 }
 
-// ScanFile reads one row of id, owner, name, media_type, size, sha256,
-// created_at, deleted_at of a file.
+// ScanFile reads one row of FileColumns.
 func ScanFile(row Row) (store.File, error) {
 	var (
 		f       store.File
@@ -125,8 +113,7 @@ func ScanFile(row Row) (store.File, error) {
 	return f, nil
 }
 
-// ScanToken reads one row of id, owner, name, hash, created_at,
-// revoked_at of an API token.
+// ScanToken reads one row of TokenColumns.
 func ScanToken(row Row) (store.Token, error) {
 	var t store.Token
 	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, Time(&t.CreatedAt), NullTime(&t.RevokedAt)); err != nil {

@@ -24,9 +24,7 @@ func ScanEndpoint(row Row) (store.WebhookEndpoint, error) {
 	return e, err
 }
 
-// deliveryScan reads the delivery columns: id, event_id, endpoint_id, the
-// event's type and chat_id, status, attempts, next_attempt_at,
-// last_status_code, last_error, created_at, delivered_at.
+// deliveryScan reads DeliveryColumns.
 type deliveryScan struct {
 	d    store.WebhookDelivery
 	next time.Time
@@ -47,7 +45,7 @@ func (s *deliveryScan) finish() store.WebhookDelivery {
 	return s.d
 }
 
-// ScanDelivery reads one row of the delivery columns (see deliveryScan).
+// ScanDelivery reads one row of DeliveryColumns.
 func ScanDelivery(row Row) (store.WebhookDelivery, error) {
 	var s deliveryScan
 	if err := row.Scan(s.dest()...); err != nil {
@@ -56,10 +54,7 @@ func ScanDelivery(row Row) (store.WebhookDelivery, error) {
 	return s.finish(), nil
 }
 
-// eventScan reads the event columns: id, owner, chat_id, type, title,
-// status, labels, last_error, usage_input_tokens, usage_output_tokens,
-// usage_cost_micros, action_deadline, through_message_id, body,
-// created_at.
+// eventScan reads EventColumns.
 type eventScan struct {
 	ev              store.WebhookEvent
 	labels, lastErr []byte
@@ -83,7 +78,7 @@ func (s *eventScan) finish() (store.WebhookEvent, error) {
 	return s.ev, nil
 }
 
-// ScanEvent reads one row of the event columns (see eventScan).
+// ScanEvent reads one row of EventColumns.
 func ScanEvent(row Row) (store.WebhookEvent, error) {
 	var s eventScan
 	if err := row.Scan(s.dest()...); err != nil {
@@ -92,9 +87,9 @@ func ScanEvent(row Row) (store.WebhookEvent, error) {
 	return s.finish()
 }
 
-// ScanClaimed reads one row of the event columns, the delivery columns and
-// the endpoint columns, in that order: a delivery claimed with its event
-// and endpoint.
+// ScanClaimed reads one row of EventColumns, DeliveryColumns and the
+// endpoint columns, in that order: a delivery claimed with its event and
+// endpoint.
 func ScanClaimed(row Row) (store.WebhookEndpoint, store.ClaimedDelivery, error) {
 	var (
 		e  store.WebhookEndpoint
