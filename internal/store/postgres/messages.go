@@ -93,15 +93,10 @@ func (t *tx) lockForAppend(ctx context.Context, chatID string) error {
 }
 
 func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
-	parts, err := dbutil.EncodeParts(m.Parts)
+	js, err := dbutil.EncodeMessage(m)
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
 	}
-	usage, err := dbutil.EncodeNullable(m.Usage)
-	if err != nil {
-		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
-	}
-	through := dbutil.CompactionThrough(m.Parts)
 	now := dbutil.Now()
 	m.CreatedAt = now
 	if m.ID != 0 { // reserved with ReserveMessageIDs
@@ -116,11 +111,11 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 				return fmt.Errorf("insert message into chat %s: %w", chatID, classify(err))
 			}
 			return nil
-		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage, through)
+		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(js.Parts), now, js.Usage, js.Through)
 		t.useFiles(m.ChatID, m.Parts)
 		return nil
 	}
-	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage, through).Scan(&m.ID)
+	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(js.Parts), now, js.Usage, js.Through).Scan(&m.ID)
 	if err != nil {
 		m.CreatedAt = time.Time{}
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -84,25 +84,20 @@ func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMes
 }
 
 func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
-	parts, err := dbutil.EncodeParts(m.Parts)
+	js, err := dbutil.EncodeMessage(m)
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
 	}
-	usage, err := dbutil.EncodeNullable(m.Usage)
-	if err != nil {
-		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
-	}
 	// The foreign key refuses a message of an unknown chat (ErrNotFound).
 	now := dbutil.Now()
-	through := dbutil.CompactionThrough(m.Parts)
 	if m.ID != 0 { // reserved: nothing to read back
 		_, err = t.q.ExecContext(ctx, `INSERT INTO messages (id, chat_id, role, parts, usage, created_at, compaction_through)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now), through)
+			m.ID, m.ChatID, string(m.Role), text(js.Parts), text(js.Usage), dbutil.Micros(now), js.Through)
 	} else {
 		err = t.q.QueryRowContext(ctx, `INSERT INTO messages (chat_id, role, parts, usage, created_at, compaction_through)
 			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-			m.ChatID, string(m.Role), text(parts), text(usage), dbutil.Micros(now), through).Scan(&m.ID)
+			m.ChatID, string(m.Role), text(js.Parts), text(js.Usage), dbutil.Micros(now), js.Through).Scan(&m.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, classify(err))

@@ -176,6 +176,27 @@ func EncodeParts(parts []chat.Part) ([]byte, error) {
 	return b, nil
 }
 
+// MessageJSON is a message's encoded columns.
+type MessageJSON struct {
+	Parts   []byte // never null: "[]" when there are none
+	Usage   []byte // nil (SQL NULL) when there is none
+	Through *int64 // compaction_through (see CompactionThrough)
+}
+
+// EncodeMessage encodes the columns of m.
+func EncodeMessage(m *chat.Message) (MessageJSON, error) {
+	var out MessageJSON
+	var err error
+	if out.Parts, err = EncodeParts(m.Parts); err != nil {
+		return out, err
+	}
+	if out.Usage, err = EncodeNullable(m.Usage); err != nil {
+		return out, fmt.Errorf("encode usage: %w", err)
+	}
+	out.Through = CompactionThrough(m.Parts)
+	return out, nil
+}
+
 // CompactionThrough is the compaction_through column of a message with
 // these parts: the ThroughMessageID of a compaction (chat.IsCompaction),
 // nil (SQL NULL) for any other message.
