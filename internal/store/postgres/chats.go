@@ -242,11 +242,7 @@ func (t *tx) DeleteChat(ctx context.Context, id string) error {
 // ChatIDs returns the id of every chat, of every owner, oldest first: for
 // maintenance and for tests that check every chat's history.
 func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.q.Query(ctx, `SELECT id FROM chats ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list chat ids: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := queryAll(ctx, s.q, dbutil.ScanString, `SELECT id FROM chats ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list chat ids: %w", err)
 	}

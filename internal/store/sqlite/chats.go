@@ -238,20 +238,11 @@ func oneRow(res sql.Result, err error) error {
 // ChatIDs returns the id of every chat, of every owner, oldest first: for
 // maintenance and for tests that check every chat's history.
 func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM chats ORDER BY created_at, id`)
+	ids, err := queryAll(ctx, s.read, dbutil.ScanString, `SELECT id FROM chats ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list chat ids: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list chat ids: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {
