@@ -16,8 +16,7 @@ func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, 
 	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = $1 AND a.name = $2`, owner, name))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s: %w", name, err)
 	}
 	return a, nil
@@ -27,8 +26,7 @@ func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version
 	a, err := dbutil.ScanAgent(r.q.QueryRow(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = $1 AND a.name = $2 AND v.version = $3`, owner, name, version))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s version %d: %w", name, version, err)
 	}
 	return a, nil
@@ -132,8 +130,7 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 			version = version + 1, updated_at = $8
 		WHERE id = $1 RETURNING version`,
 		c.ID, c.AgentVersion, c.Model, c.SystemPrompt, js.Tools, js.Approve, js.DynamicTools, now, c.MaxSteps, textOf(js.ResponseFormat)).Scan(&c.Version)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("set agent version of chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now

@@ -135,8 +135,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRow(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, version = version + 1, updated_at = $5
 		WHERE id = $1 RETURNING version`, c.ID, c.Title, string(labels), c.Archived, now).Scan(&c.Version)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -203,13 +202,7 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
 	var status string
 	err := t.q.QueryRow(ctx, `SELECT status FROM chats WHERE id = $1`, id).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
-	}
-	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+	return dbutil.StatusConflict(id, tr, status, notFound(err))
 }
 
 func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
@@ -274,8 +267,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRow(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = $1
 		RETURNING output_repairs`, id).Scan(&n)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}
 	return n, nil

@@ -81,8 +81,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
 	f, err := dbutil.ScanFile(r.q.QueryRow(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
 	return f, nil

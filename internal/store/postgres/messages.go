@@ -153,8 +153,7 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 	var parent, through *int64
 	err := r.q.QueryRow(ctx, `SELECT parent_id, compaction_through FROM messages
 		WHERE chat_id = $1 AND id = $2`, chatID, id).Scan(&parent, &through)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
 	// A compaction is no version of anything: it is its only version.
@@ -195,8 +194,7 @@ func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	}
 	var owner string
 	err := t.q.QueryRow(ctx, q, chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now()).Scan(&owner)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("add usage to chat %s: %w", chatID, err)
 	}
 	return nil

@@ -96,8 +96,7 @@ func oneRow(tag pgconn.CommandTag, err error) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRow(ctx, `SELECT 1 FROM owners WHERE name = $1 FOR NO KEY UPDATE`, owner).Scan(&one)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}
 	return nil

@@ -59,8 +59,7 @@ func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.Webhook
 func getEndpoint(ctx context.Context, q querier, owner, id, lock string) (store.WebhookEndpoint, error) {
 	e, err := dbutil.ScanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = $1 AND owner = $2 `+lock, id, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return e, nil
@@ -124,8 +123,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret strin
 			secret = $2, updated_at = now()
 		WHERE id = $3 AND owner = $4 RETURNING `+endpointColumns,
 		overlap.Microseconds(), secret, id, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
 	}
 	return e, nil
@@ -158,8 +156,7 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 			RETURNING *)
 		SELECT `+dbutil.DeliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
 		deliveryID, endpointID, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
 	}
 	return d, nil

@@ -14,8 +14,7 @@ func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, 
 	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = ? AND a.name = ?`, owner, name))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s: %w", name, err)
 	}
 	return a, nil
@@ -25,8 +24,7 @@ func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version
 	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = ? AND a.name = ? AND v.version = ?`, owner, name, version))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s version %d: %w", name, version, err)
 	}
 	return a, nil
@@ -137,8 +135,7 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 		WHERE id = ? RETURNING version`,
 		c.AgentVersion, c.Model, c.SystemPrompt, text(js.Tools), text(js.Approve), text(js.DynamicTools), c.MaxSteps,
 		text(js.ResponseFormat), dbutil.Micros(now), c.ID).Scan(&c.Version)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("set agent version of chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now

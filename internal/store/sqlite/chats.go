@@ -126,8 +126,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRowContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, version = version + 1, updated_at = ?
 		WHERE id = ? RETURNING version`, c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID).Scan(&c.Version)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -187,13 +186,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
 	var status string
 	err := t.q.QueryRowContext(ctx, `SELECT status FROM chats WHERE id = ?`, id).Scan(&status)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
-	}
-	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+	return dbutil.StatusConflict(id, tr, status, notFound(err))
 }
 
 func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
@@ -261,8 +254,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRowContext(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = ?
 		RETURNING output_repairs`, id).Scan(&n)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}
 	return n, nil

@@ -73,8 +73,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
 	f, err := dbutil.ScanFile(r.q.QueryRowContext(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
 	return f, nil

@@ -135,8 +135,7 @@ func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([
 	var parent, through *int64
 	err := r.q.QueryRowContext(ctx, `SELECT parent_id, compaction_through FROM messages
 		WHERE chat_id = ? AND id = ?`, chatID, id).Scan(&parent, &through)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
 	}
 	// A compaction is no version of anything: it is its only version.

@@ -86,8 +86,7 @@ func (t *tx) RevokeToken(ctx context.Context, id string) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRowContext(ctx, `SELECT 1 FROM owners WHERE name = ?`, owner).Scan(&one)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}
 	return nil

@@ -32,8 +32,7 @@ func (r reader) OwnerQuotas(ctx context.Context, owner string) (quota.Overrides,
 	var b []byte
 	err := r.q.QueryRowContext(ctx, `SELECT q.overrides FROM owners o
 		LEFT JOIN owner_quotas q ON q.owner = o.name WHERE o.name = ?`, owner).Scan(&b)
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return quota.Overrides{}, fmt.Errorf("quotas of owner %s: %w", owner, err)
 	}
 	o, err := dbutil.DecodeOverrides(b)

@@ -54,8 +54,7 @@ func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.Webhook
 func getEndpoint(ctx context.Context, q querier, owner, id string) (store.WebhookEndpoint, error) {
 	e, err := dbutil.ScanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = ? AND owner = ?`, id, owner))
-	err = notFound(err)
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return e, nil

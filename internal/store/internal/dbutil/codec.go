@@ -60,6 +60,18 @@ func CheckTransition(t store.Transition) error {
 	return nil
 }
 
+// StatusConflict explains a conditional status update that matched no
+// row, from the chat's status as read then (with err).
+func StatusConflict(id string, tr store.Transition, status string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("transition chat %s: %w", id, err)
+	}
+	if err != nil {
+		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+}
+
 // Change returns the SQL literals of a status change the state table allows
 // ('pending', 'running'), for a statement that changes statuses by itself
 // (acquiring, recovering). It panics on a change the table forbids: stores
