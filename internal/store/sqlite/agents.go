@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/agent"
@@ -12,87 +10,43 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// agentColumns are the columns scanAgent reads: the agent's row joined
-// with one of its versions (v).
-const agentColumns = `a.owner, a.name, v.version, a.deleted, a.created_at, v.created_at, v.definition`
-
-func scanAgent(row interface{ Scan(...any) error }) (agent.Agent, error) {
-	var (
-		a                agent.Agent
-		created, updated int64
-		def              []byte
-	)
-	if err := row.Scan(&a.Owner, &a.Name, &a.Version, &a.Deleted, &created, &updated, &def); err != nil {
-		return agent.Agent{}, err
-	}
-	a.CreatedAt, a.UpdatedAt = dbutil.FromMicros(created), dbutil.FromMicros(updated)
-	if err := dbutil.DecodeAgent(&a, def); err != nil {
-		return agent.Agent{}, err
-	}
-	return a, nil
-}
-
 func (r reader) GetAgent(ctx context.Context, owner, name string) (agent.Agent, error) {
-	a, err := scanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = ? AND a.name = ?`, owner, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s: %w", name, err)
 	}
 	return a, nil
 }
 
 func (r reader) GetAgentVersion(ctx context.Context, owner, name string, version int) (agent.Agent, error) {
-	a, err := scanAgent(r.q.QueryRowContext(ctx, `SELECT `+agentColumns+`
+	a, err := dbutil.ScanAgent(r.q.QueryRowContext(ctx, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = ? AND a.name = ? AND v.version = ?`, owner, name, version))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return agent.Agent{}, fmt.Errorf("get agent %s version %d: %w", name, version, err)
 	}
 	return a, nil
 }
 
 func (r reader) ListAgents(ctx context.Context, owner string) ([]agent.Agent, error) {
-	return r.agents(ctx, "list agents", `SELECT `+agentColumns+`
+	return r.agents(ctx, "list agents", `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name AND v.version = a.version
 		WHERE a.owner = ? AND a.deleted = 0 ORDER BY a.name`, owner)
 }
 
 func (r reader) ListAgentVersions(ctx context.Context, owner, name string) ([]agent.Agent, error) {
-	out, err := r.agents(ctx, "list versions of agent "+name, `SELECT `+agentColumns+`
+	out, err := r.agents(ctx, "list versions of agent "+name, `SELECT `+dbutil.AgentColumns+`
 		FROM agents a JOIN agent_versions v ON v.owner = a.owner AND v.name = a.name
 		WHERE a.owner = ? AND a.name = ? ORDER BY v.version`, owner, name)
-	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("list versions of agent %s: %w", name, store.ErrNotFound)
-	}
-	for i := range out {
-		out[i].CreatedAt = out[i].UpdatedAt
-	}
-	return out, err
+	return dbutil.AgentVersions(name, out, err)
 }
 
-// agents reads the rows of a query of agentColumns.
+// agents reads the rows of a query of dbutil.AgentColumns.
 func (r reader) agents(ctx context.Context, op, query string, args ...any) ([]agent.Agent, error) {
-	rows, err := r.q.QueryContext(ctx, query, args...)
+	out, err := queryAll(ctx, r.q, dbutil.ScanAgent, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	defer rows.Close()
-	out := []agent.Agent{}
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return out, nil
@@ -181,10 +135,7 @@ func (t *tx) SetChatAgentVersion(ctx context.Context, c *chat.Chat) error {
 		WHERE id = ? RETURNING version`,
 		c.AgentVersion, c.Model, c.SystemPrompt, text(js.Tools), text(js.Approve), text(js.DynamicTools), c.MaxSteps,
 		text(js.ResponseFormat), dbutil.Micros(now), c.ID).Scan(&c.Version)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("set agent version of chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/agent"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // CheckNewAgentVersion refuses a version PutAgentVersion cannot write.
@@ -47,4 +48,16 @@ func NullVersion(v int) *int64 {
 	}
 	n := int64(v)
 	return &n
+}
+
+// AgentVersions finishes the versions of agent name read in order: each
+// one was created when it was written, and none means no such agent.
+func AgentVersions(name string, versions []agent.Agent, err error) ([]agent.Agent, error) {
+	if err == nil && len(versions) == 0 {
+		err = fmt.Errorf("list versions of agent %s: %w", name, store.ErrNotFound)
+	}
+	for i := range versions {
+		versions[i].CreatedAt = versions[i].UpdatedAt
+	}
+	return versions, err
 }
