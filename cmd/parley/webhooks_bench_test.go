@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/parleyhq/parley/internal/testutil/hookrecv"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -98,8 +99,8 @@ func TestWebhookBench(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		dataDir := filepath.Join(dir, "data")
-		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
+		cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
+		s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 		run(t, s, func(chatID string, n int) {
 			db, err := sql.Open("sqlite", filepath.Join(dataDir, "parley.db")+"?_busy_timeout=10000&_txlock=immediate")
 			if err != nil {
@@ -124,8 +125,8 @@ func TestWebhookBench(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		dir := t.TempDir()
-		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+		cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
+		s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
 		run(t, s, func(chatID string, n int) {
 			ctx := context.Background()
 			conn, err := pgx.Connect(ctx, dsn)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/testutil/hookrecv"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -25,7 +26,7 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	pgtest.Store(t, dsn) // its cleanup checks the histories once the replicas stopped
 	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig))
+	a, b := startReplicas(t, dir, dsn, parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig))
 	replicas := []*replica{a, b}
 	rc := hookrecv.New(t)
 	ep := createWebhook(t, a.URL, a.Token, rc, `["chat.title_changed"]`)

@@ -137,11 +137,11 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
-	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
+	cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
   allow_private: true
   timeout: 1s
 `)
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
 	token := s.Token
@@ -203,11 +203,11 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	// The first retry comes 2 s after a failed attempt: the kill and the
 	// restart happen meanwhile.
-	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
+	cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
   allow_private: true
   retry_schedule: ["2s", "2s", "2s", "2s", "2s"]
 `)
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
 	token := s.Token
