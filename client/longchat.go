@@ -19,10 +19,12 @@ func (c *Client) Compact(ctx context.Context, id string) (Chat, error) {
 	return ch, err
 }
 
-// EditMessage replaces the content of the user message messageID (a string,
-// or []Part of text parts, as PostMessageRequest.Content) and sets the chat
-// pending to answer it again; the messages after it are superseded (see
-// IncludeSuperseded). Only a user message can be edited (else a 400
+// EditMessage writes a new version of the user message messageID with
+// content (a string, or []Part of text parts, as
+// PostMessageRequest.Content) and sets the chat pending to answer it; the
+// message and every one after it are superseded (see IncludeSuperseded and
+// MessageVersions), and the new version is a message of its own, with a
+// new id, in their place. Only a user message can be edited (else a 400
 // "not_a_user_message"); an unknown or superseded id is a 404
 // "message_not_found"; the chat must be waiting or in error with nothing
 // queued (else a 409 "status_conflict").
@@ -31,6 +33,19 @@ func (c *Client) EditMessage(ctx context.Context, id string, messageID int64, co
 	path := chatPath(id, "messages", strconv.FormatInt(messageID, 10))
 	err := c.do(ctx, http.MethodPatch, path, nil, map[string]any{"content": content}, &ch)
 	return ch, err
+}
+
+// MessageVersions returns the versions of message messageID of chat id,
+// oldest first: the earlier ones an edit or a regeneration superseded, and
+// the later ones, the one in the history among them (Superseded false;
+// none if the message's own parent was superseded). A compaction's only
+// version is itself. An unknown id is a 404 "message_not_found".
+func (c *Client) MessageVersions(ctx context.Context, id string, messageID int64) ([]Message, error) {
+	var out struct {
+		Versions []Message `json:"versions"`
+	}
+	err := c.do(ctx, http.MethodGet, chatPath(id, "messages", strconv.FormatInt(messageID, 10), "versions"), nil, nil, &out)
+	return out.Versions, err
 }
 
 // Regenerate supersedes everything after the chat's last user message and

@@ -159,13 +159,17 @@ func TestEditMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"user: first", "assistant: echo: first", "user: second, edited", "assistant: echo: second (superseded)", "assistant: echo: second, edited"}
+	want = []string{"user: first", "assistant: echo: first", "user: second (superseded)", "assistant: echo: second (superseded)", "user: second, edited", "assistant: echo: second, edited"}
 	if !reflect.DeepEqual(texts(every), want) {
 		t.Errorf("history with the superseded %q, want %q", texts(every), want)
 	}
 	page, err := c.ListMessages(ctx, ch.ID, msgs[2].ID, 1, client.IncludeSuperseded())
-	if err != nil || len(page) != 1 || page[0].ID != msgs[3].ID || !page[0].Superseded {
+	if err != nil || len(page) != 1 || page[0].ID != msgs[3].ID || !page[0].Superseded || page[0].ParentID == nil || *page[0].ParentID != msgs[2].ID {
 		t.Errorf("a page of one after message %d with the superseded: %+v, %v", msgs[2].ID, page, err)
+	}
+	versions, err := c.MessageVersions(ctx, ch.ID, now[2].ID)
+	if err != nil || len(versions) != 2 || versions[0].ID != msgs[2].ID || versions[0].Text() != "second" || !versions[0].Superseded || versions[1].ID != now[2].ID {
+		t.Errorf("the versions of the edited message: %+v, %v", versions, err)
 	}
 
 	// Text parts as content, like a posted message.
@@ -274,7 +278,8 @@ func TestFork(t *testing.T) {
 }
 
 // TestStreamHistoryEvent: an edit shows on the chat's stream as a history
-// event naming the edited message, then the new answer follows.
+// event superseding the edited message and what followed, then its new
+// version and the new answer follow as messages.
 func TestStreamHistoryEvent(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -292,8 +297,12 @@ func TestStreamHistoryEvent(t *testing.T) {
 	}
 	got := until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventHistory })
 	h := got[len(got)-1]
-	if h.SupersededAfter != msgs[0].ID || h.Message == nil || h.Message.ID != msgs[0].ID || h.Message.Text() != "after" {
-		t.Fatalf("history event %+v, want the edited message %d", h, msgs[0].ID)
+	if h.SupersededAfter != msgs[0].ID-1 || h.Message != nil {
+		t.Fatalf("history event %+v, want the messages after %d superseded", h, msgs[0].ID-1)
+	}
+	got = until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventMessage })
+	if m := got[len(got)-1].Message; m.Role != client.RoleUser || m.Text() != "after" || m.ID <= msgs[1].ID {
+		t.Errorf("message after the history event %+v, want the edited message's new version", m)
 	}
 	got = until(t, evs, func(ev client.ChatEvent) bool { return ev.Kind == client.EventMessage })
 	if m := got[len(got)-1].Message; m.Role != client.RoleAssistant || m.Text() != "echo: after" || m.ID <= msgs[1].ID {

@@ -18,8 +18,9 @@ const (
 	EventRetry          = "retry"
 	EventError          = "error"
 	// EventHistory follows an edit or a regeneration: the messages after
-	// SupersededAfter were superseded (drop them from view), and Message,
-	// when set, is the edited user message (replace it).
+	// SupersededAfter were superseded (drop them from view). What replaces
+	// them follows as message events: an edit's new version of the message
+	// (a message of its own, with a new id), then the new answer.
 	EventHistory = "history"
 )
 
@@ -65,8 +66,8 @@ type ChatEvent struct {
 	// error: the run failed (the chat's status becomes "error").
 	Error *ChatError
 
-	// history: the id after which the messages were superseded; Message
-	// is the edited message, if any (the cursor does not move).
+	// history: the id after which the messages were superseded (the
+	// cursor does not move).
 	SupersededAfter int64
 
 	// Data is the event's JSON, for kinds this client does not know.
@@ -250,7 +251,7 @@ func (s *ChatStream) decode(raw sseEvent) (ev ChatEvent, ok bool, err error) {
 	case EventActionRequired:
 		ev.ToolCalls, ev.Deadline = body.ToolCalls, body.Deadline
 	case EventHistory:
-		ev.SupersededAfter, ev.Message = body.SupersededAfter, body.Message
+		ev.SupersededAfter = body.SupersededAfter
 	}
 	return ev, true, nil
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -16,22 +17,26 @@ const (
 
 // Chat is one conversation with a model, as the API shows it.
 type Chat struct {
-	ID             string            `json:"id"`
-	Owner          string            `json:"owner"`
-	Title          string            `json:"title"`
-	Model          string            `json:"model"`
-	SystemPrompt   string            `json:"system_prompt,omitempty"`
-	Status         string            `json:"status"`
-	RequiredAction *RequiredAction   `json:"required_action"`
-	DynamicTools   []DynamicTool     `json:"dynamic_tools"`
-	Tools          []string          `json:"tools"`   // globs selecting the server-side tools offered; nil: every one
-	Approve        []string          `json:"approve"` // globs of server-side tools whose calls wait for a decision, besides the server's policy; nil: none added
-	Labels         map[string]string `json:"labels"`
-	Archived       bool              `json:"archived"`
-	LastError      *ChatError        `json:"last_error"`
-	Usage          Usage             `json:"usage"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	ID             string          `json:"id"`
+	Owner          string          `json:"owner"`
+	Title          string          `json:"title"`
+	Model          string          `json:"model"`
+	SystemPrompt   string          `json:"system_prompt,omitempty"`
+	Status         string          `json:"status"`
+	RequiredAction *RequiredAction `json:"required_action"`
+	DynamicTools   []DynamicTool   `json:"dynamic_tools"`
+	Tools          []string        `json:"tools"`   // globs selecting the server-side tools offered; nil: every one
+	Approve        []string        `json:"approve"` // globs of server-side tools whose calls wait for a decision, besides the server's policy; nil: none added
+	// Agent and AgentVersion name the agent version the chat was made
+	// from ("" and 0: none).
+	Agent        string            `json:"agent,omitempty"`
+	AgentVersion int               `json:"agent_version,omitempty"`
+	Labels       map[string]string `json:"labels"`
+	Archived     bool              `json:"archived"`
+	LastError    *ChatError        `json:"last_error"`
+	Usage        Usage             `json:"usage"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
 	// Context is where the chat stands against its model's context window;
 	// nil when the window is unknown, and in lists of chats.
 	Context *ChatContext `json:"context,omitempty"`
@@ -147,6 +152,11 @@ type Message struct {
 	// model no longer sees it, and reads leave it out unless asked for it
 	// (IncludeSuperseded).
 	Superseded bool `json:"superseded,omitempty"`
+	// ParentID is set on a superseded message: the message it followed
+	// (0: none). A message of the history follows the one before it,
+	// compactions aside; messages with the same parent are versions of one
+	// another (MessageVersions).
+	ParentID *int64 `json:"parent_id,omitempty"`
 }
 
 // Text joins the message's text parts.
@@ -345,6 +355,9 @@ type CreateChatRequest struct {
 	// ToolResultTimeout is the requires_action deadline of the chat; zero
 	// means the server's default.
 	ToolResultTimeout time.Duration `json:"-"`
+	// Agent names the agent the chat starts from: its current version
+	// gives every field the request leaves out.
+	Agent string `json:"agent,omitempty"`
 	// ResponseFormat asks each turn's final answer as JSON valid against a
 	// schema (JSONSchema); nil: free text.
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
@@ -375,6 +388,9 @@ type ChatPatch struct {
 	Title    *string
 	Labels   map[string]string
 	Archived *bool
+	// AgentVersion moves a chat made from an agent to another version of
+	// it: "latest", or a version number ("3"); "" leaves it.
+	AgentVersion string
 }
 
 // MarshalJSON writes the fields that are set; a non-nil empty Labels is {}.
@@ -388,6 +404,12 @@ func (p ChatPatch) MarshalJSON() ([]byte, error) {
 	}
 	if p.Archived != nil {
 		m["archived"] = *p.Archived
+	}
+	if v := p.AgentVersion; v != "" {
+		m["agent_version"] = v
+		if n, err := strconv.Atoi(v); err == nil {
+			m["agent_version"] = n
+		}
 	}
 	return json.Marshal(m)
 }

@@ -102,6 +102,11 @@ arguments) and asks "approve? [y/n/e(dit)]":
     runs the call with them; the server checks them against the tool's
     schema, and asks again if they do not match.
 
+Agents: --agent NAME starts the new chat from a stored agent (see
+docs/agents.md): its model, system prompt, tools, approvals and dynamic
+tools, each of which --model, --system, --tools, --approve and --tool
+override for this chat.
+
 Try it with no provider key on the built-in echo model: the message
 '/call get_weather {"city": "Paris"}' makes it call get_weather.
 
@@ -123,6 +128,9 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 
   # Ask about an image
   parley chat --file photo.png "What is in this picture?"
+
+  # A chat with a stored agent
+  parley chat --agent researcher "What changed in Go 1.26?"
 
   # Only some of the server's tools
   parley chat --tools 'weather_*,github_search_issues' "Any open issue about rain?"
@@ -169,6 +177,7 @@ the answer to stdout. Ctrl-C interrupts the chat's run and exits.`,
 	fl.StringArrayVar(&f.Files, "file", nil, "attach the file at `PATH` to the first message sent: an image, a PDF, a text, Markdown, JSON or CSV file (repeatable)")
 	fl.StringVar(&f.Model, "model", "", "`model` of a new chat (default: the server's default)")
 	fl.StringVar(&f.SystemPrompt, "system", "", "system `prompt` of a new chat")
+	fl.StringVar(&f.Agent, "agent", "", "start a new chat from the agent of this `name`: its model, system prompt and tools, which --model, --system, --tools, --tool and --approve override")
 	fl.DurationVar(&f.ToolTimeout, "tool-timeout", 0, "how long a new chat waits for your tool results (default: the server's, 10m)")
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -35,7 +36,7 @@ func TestRecoveryLatency(t *testing.T) {
 	pgtest.Store(t, dsn)
 	fake := llmtest.NewOpenAIChat(t)
 	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, fakeModelConfig(t, dir, fake.URL, ""))
+	a, b := startReplicas(t, dir, dsn, parleybin.FakeModelConfig(t, dir, fake.URL, ""))
 	reps := []*replica{a, b}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -82,7 +83,7 @@ func TestRecoveryLatency(t *testing.T) {
 		held.Wait()
 		// The killed replica comes back, as a supervisor would start it.
 		name := fmt.Sprintf("r%d", i)
-		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--database", dsn, "--config", filepath.Join(dir, "parley.yaml"), "--data-dir", filepath.Join(dir, name))
+		s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--database", dsn, "--config", filepath.Join(dir, "parley.yaml"), "--data-dir", filepath.Join(dir, name))
 		restarted := &replica{server: s, worker: workerID(t, s)}
 		restarted.Token = a.Token
 		reps = []*replica{other, restarted}

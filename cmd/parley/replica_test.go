@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -139,39 +139,16 @@ func streamingOnOne(t *testing.T, leaseTTL, partial, answer string) *midAnswer {
 	return m
 }
 
-// fakeKeyEnv names the variable the fake model's API key is read from.
-const fakeKeyEnv = "FAKE_OPENAI_KEY"
-
 // replicaConfig writes a configuration file whose only model is the
 // OpenAI-compatible fake at fakeURL, with a short heartbeat and poll and
 // the given lease, and returns its path.
 func replicaConfig(t *testing.T, dir, fakeURL, leaseTTL string) string {
 	t.Helper()
-	return fakeModelConfig(t, dir, fakeURL, fmt.Sprintf(`engine:
+	return parleybin.FakeModelConfig(t, dir, fakeURL, fmt.Sprintf(`engine:
   lease_ttl: %s
   heartbeat: 500ms
   poll_interval: 500ms
 `, leaseTTL))
-}
-
-// fakeModelConfig writes dir/parley.yaml, whose only model is the
-// OpenAI-compatible fake at fakeURL (its key in fakeKeyEnv), followed by
-// extra, and returns its path.
-func fakeModelConfig(t *testing.T, dir, fakeURL, extra string) string {
-	t.Helper()
-	cfg := fmt.Sprintf(`default_model: fake
-models:
-  - name: fake
-    provider: openai
-    model: gpt-test
-    base_url: %s
-    api_key_env: %s
-`, fakeURL, fakeKeyEnv) + extra
-	path := filepath.Join(dir, "parley.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // replica is a running serve process and the worker id of its engine.
@@ -184,7 +161,7 @@ type replica struct {
 // configuration file cfg; the first one prints the admin token.
 func startReplicas(t *testing.T, dir, dsn, cfg string) (a, b *replica) {
 	t.Helper()
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	start := func(name string) *replica {
 		s := startServe(t, dir, env, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, name))
 		return &replica{server: s, worker: workerID(t, s)}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/parleyhq/parley/internal/testutil/hookrecv"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -45,7 +47,7 @@ func TestWebhookBench(t *testing.T) {
 		drainBudget     = time.Minute
 	)
 	run := func(t *testing.T, s *server, fill func(chatID string, n int)) {
-		rc := newReceiver(t)
+		rc := hookrecv.New(t)
 		createWebhook(t, s.URL, s.Token, rc, `["chat.title_changed"]`)
 		id := createTitled(t, s.URL, s.Token, "title 0")
 
@@ -53,9 +55,9 @@ func TestWebhookBench(t *testing.T) {
 		for i := 1; i <= samples; i++ {
 			sent := time.Now()
 			retitle(t, s.URL, s.Token, id, fmt.Sprintf("title %d", i))
-			e := rc.waitEvents(i, deadline)[i-1]
-			fromCommit = append(fromCommit, e.at.Sub(e.body.Timestamp))
-			fromRequest = append(fromRequest, e.at.Sub(sent))
+			e := rc.WaitEvents(i, deadline)[i-1]
+			fromCommit = append(fromCommit, e.At.Sub(e.Body.Timestamp))
+			fromRequest = append(fromRequest, e.At.Sub(sent))
 		}
 		t.Logf("commit -> receiver over %d events: p50 %v, p99 %v; PATCH sent -> receiver: p50 %v, p99 %v",
 			samples, pct(fromCommit, 0.5), pct(fromCommit, 0.99), pct(fromRequest, 0.5), pct(fromRequest, 0.99))
@@ -70,18 +72,18 @@ func TestWebhookBench(t *testing.T) {
 		var got int
 	wait:
 		for {
-			n, _ := rc.count()
+			n, _ := rc.Count()
 			if got = n - samples; got >= queued {
 				break
 			}
 			select {
-			case <-rc.changed:
+			case <-rc.Changed():
 			case <-budget.C:
 				break wait
 			}
 		}
 		took := time.Since(committed)
-		_, dups := rc.count()
+		_, dups := rc.Count()
 		t.Logf("drain: %d events queued in %v; %d delivered in %v after the commit: %.0f events/s (%d duplicates)",
 			queued, committed.Sub(start).Round(time.Millisecond), got, took.Round(time.Millisecond), float64(got)/took.Seconds(), dups)
 		if code := s.Stop(); code != 0 {
@@ -97,8 +99,8 @@ func TestWebhookBench(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
 		dataDir := filepath.Join(dir, "data")
-		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
+		cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
+		s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 		run(t, s, func(chatID string, n int) {
 			db, err := sql.Open("sqlite", filepath.Join(dataDir, "parley.db")+"?_busy_timeout=10000&_txlock=immediate")
 			if err != nil {
@@ -123,8 +125,8 @@ func TestWebhookBench(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		dir := t.TempDir()
-		cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
-		s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+		cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig)
+		s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--database", dsn, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
 		run(t, s, func(chatID string, n int) {
 			ctx := context.Background()
 			conn, err := pgx.Connect(ctx, dsn)
@@ -142,22 +144,19 @@ func TestWebhookBench(t *testing.T) {
 
 // floorRate posts n signed requests to the receiver, one at a time, with
 // bodies like the drain's, and returns the requests per second.
-func floorRate(t *testing.T, rc *receiver, n int) float64 {
+func floorRate(t *testing.T, rc *hookrecv.Receiver, n int) float64 {
 	t.Helper()
 	client := &http.Client{}
 	body := []byte(`{"type":"chat.title_changed","timestamp":"2026-01-01T00:00:00Z","data":{"id":"00000000-0000-0000-0000-000000000000","owner":"admin","title":"bulk 1","status":"waiting","labels":{},"usage":{"input_tokens":0,"output_tokens":0,"cost_micros":0}}}`)
-	rc.mu.Lock()
-	wh := rc.wh
-	rc.mu.Unlock()
 	start := time.Now()
 	for i := range n {
 		id := fmt.Sprintf("msg_floor_%d", i)
 		now := time.Now()
-		sig, err := wh.Sign(id, now, body)
+		sig, err := rc.Sign(id, now, body)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, _ := http.NewRequest(http.MethodPost, rc.url(), bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, rc.URL(), bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("webhook-id", id)
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))

@@ -58,8 +58,8 @@ func TestWebhooksNodeVerifier(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
-	cfg := fakeModelConfig(t, dir, fake.URL, webhooksConfig)
-	s := startServe(t, dir, []string{fakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
+	cfg := parleybin.FakeModelConfig(t, dir, fake.URL, webhooksConfig)
+	s := startServe(t, dir, []string{parleybin.FakeKeyEnv + "=test-key"}, "--config", cfg, "--data-dir", dataDir)
 
 	out := nodetest.Run(t, script, map[string]string{"PARLEY_URL": s.URL, "PARLEY_TOKEN": s.Token})
 	var got struct {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/testutil/hookrecv"
+	"github.com/parleyhq/parley/internal/testutil/parleybin"
 	"github.com/parleyhq/parley/internal/testutil/pgtest"
 )
 
@@ -24,9 +26,9 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	pgtest.Store(t, dsn) // its cleanup checks the histories once the replicas stopped
 	dir := t.TempDir()
-	a, b := startReplicas(t, dir, dsn, fakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig))
+	a, b := startReplicas(t, dir, dsn, parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", webhooksConfig))
 	replicas := []*replica{a, b}
-	rc := newReceiver(t)
+	rc := hookrecv.New(t)
 	ep := createWebhook(t, a.URL, a.Token, rc, `["chat.title_changed"]`)
 	ids := make([]string, chats)
 	for c := range ids {
@@ -55,18 +57,18 @@ func TestWebhookReplicasDeliverOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	made := time.Since(start)
-	evs := rc.waitEvents(n, 20*time.Second)
+	evs := rc.WaitEvents(n, 20*time.Second)
 	t.Logf("%d events made in %v by %d clients; all received %v after the first change",
 		n, made.Round(time.Millisecond), chats, time.Since(start).Round(time.Millisecond))
-	_, dups := rc.snapshot()
+	_, dups := rc.Snapshot()
 	if dups != 0 || len(evs) != n {
 		t.Fatalf("%d events, %d duplicate deliveries; want %d and none", len(evs), dups, n)
 	}
 	seen := map[string]bool{}
 	for _, e := range evs {
-		title := e.body.Data.Title
-		if e.body.Type != "chat.title_changed" || !strings.HasPrefix(title, "event ") || seen[title] {
-			t.Fatalf("event %s: %+v (a change twice, or another event)", e.id, e.body)
+		title := e.Body.Data.Title
+		if e.Body.Type != "chat.title_changed" || !strings.HasPrefix(title, "event ") || seen[title] {
+			t.Fatalf("event %s: %+v (a change twice, or another event)", e.ID, e.Body)
 		}
 		seen[title] = true
 	}

@@ -3,18 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
-
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/testutil/hookrecv"
 	"github.com/parleyhq/parley/internal/testutil/parleybin"
 )
 
@@ -25,147 +21,6 @@ const webhooksConfig = `webhooks:
   retry_schedule: ["50ms", "50ms", "50ms"]
 `
 
-// delivered is one event a receiver accepted.
-type delivered struct {
-	id   string    // webhook-id
-	at   time.Time // when it was received
-	body webhookBody
-}
-
-// webhookBody is the body of a delivery.
-type webhookBody struct {
-	Type      string    `json:"type"`
-	Timestamp time.Time `json:"timestamp"`
-	Data      chat.Chat `json:"data"`
-}
-
-// receiver is a webhook endpoint of the tests. It verifies every request
-// with the Standard Webhooks library, refusing one that does not verify
-// (and failing the test), answers 204 and records each event once per
-// webhook-id, as a receiver that dedupes does.
-type receiver struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	// before, when set, sees every request first; true means it dealt
-	// with it (answered or dropped it), and it is not recorded.
-	before func(w http.ResponseWriter, r *http.Request) bool
-
-	mu       sync.Mutex
-	wh       *standardwebhooks.Webhook // nil until the secret is known
-	events   []delivered               // in the order received, one per webhook-id
-	ids      map[string]bool
-	dups     int           // requests with a webhook-id already recorded
-	requests int           // every request that reached the recording
-	changed  chan struct{} // a token after each recorded request
-}
-
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{t: t, ids: map[string]bool{}, changed: make(chan struct{}, 1)}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
-	if rc.before != nil && rc.before(w, r) {
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return // the sender went away
-	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.wh == nil {
-		rc.t.Errorf("a delivery arrived before the endpoint existed: %s", body)
-		http.Error(w, "no secret", http.StatusServiceUnavailable)
-		return
-	}
-	if err := rc.wh.Verify(body, r.Header); err != nil {
-		rc.t.Errorf("a delivery did not verify: %v\nheaders %v\nbody %s", err, r.Header, body)
-		http.Error(w, "bad signature", http.StatusBadRequest)
-		return
-	}
-	rc.requests++
-	id := r.Header.Get("webhook-id")
-	if rc.ids[id] {
-		rc.dups++
-	} else {
-		var b webhookBody
-		if err := json.Unmarshal(body, &b); err != nil {
-			rc.t.Errorf("delivery %s: %v\n%s", id, err, body)
-		}
-		rc.ids[id] = true
-		rc.events = append(rc.events, delivered{id: id, at: time.Now(), body: b})
-	}
-	select {
-	case rc.changed <- struct{}{}:
-	default:
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// url is the endpoint's address.
-func (rc *receiver) url() string { return rc.srv.URL + "/hook" }
-
-// setSecret gives the receiver the endpoint's secret.
-func (rc *receiver) setSecret(secret string) {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		rc.t.Fatalf("secret %q: %v", secret, err)
-	}
-	rc.mu.Lock()
-	rc.wh = wh
-	rc.mu.Unlock()
-}
-
-// snapshot returns the events recorded, and the number of duplicates.
-func (rc *receiver) snapshot() ([]delivered, int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]delivered(nil), rc.events...), rc.dups
-}
-
-// count returns the number of events recorded and of duplicates, without
-// copying the events (a drain of thousands checks it after each one).
-func (rc *receiver) count() (events, dups int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.events), rc.dups
-}
-
-// waitEvents waits until n events were recorded, within limit, and returns
-// them.
-func (rc *receiver) waitEvents(n int, limit time.Duration) []delivered {
-	rc.t.Helper()
-	return rc.waitLimit(fmt.Sprintf("%d events", n), limit, func(evs []delivered, _ int) bool { return len(evs) >= n })
-}
-
-// wait waits, within deadline, until cond holds of the events and the
-// number of duplicates, checking after each request recorded.
-func (rc *receiver) wait(what string, cond func(evs []delivered, dups int) bool) []delivered {
-	rc.t.Helper()
-	return rc.waitLimit(what, deadline, cond)
-}
-
-func (rc *receiver) waitLimit(what string, limit time.Duration, cond func(evs []delivered, dups int) bool) []delivered {
-	rc.t.Helper()
-	timeout := time.NewTimer(limit)
-	defer timeout.Stop()
-	for {
-		evs, dups := rc.snapshot()
-		if cond(evs, dups) {
-			return evs
-		}
-		select {
-		case <-rc.changed:
-		case <-timeout.C:
-			rc.t.Fatalf("the receiver: no %s within %v (it has %d events, %d duplicates)", what, limit, len(evs), dups)
-		}
-	}
-}
-
 // webhookEndpoint is the part of an endpoint the tests read.
 type webhookEndpoint struct {
 	ID     string `json:"id"`
@@ -174,15 +29,15 @@ type webhookEndpoint struct {
 
 // createWebhook creates an endpoint for rc's URL, subscribed to events (a
 // JSON array), and gives rc its secret.
-func createWebhook(t *testing.T, base, token string, rc *receiver, events string) webhookEndpoint {
+func createWebhook(t *testing.T, base, token string, rc *hookrecv.Receiver, events string) webhookEndpoint {
 	t.Helper()
 	code, res := do(t, http.MethodPost, base+"/api/v1/webhooks", token,
-		fmt.Sprintf(`{"url": %q, "events": %s}`, rc.url(), events))
+		fmt.Sprintf(`{"url": %q, "events": %s}`, rc.URL(), events))
 	var ep webhookEndpoint
 	if code != http.StatusCreated || json.Unmarshal([]byte(res), &ep) != nil || ep.ID == "" || ep.Secret == "" {
 		t.Fatalf("create webhook: %d %s", code, res)
 	}
-	rc.setSecret(ep.Secret)
+	rc.SetSecret(ep.Secret)
 	return ep
 }
 
@@ -282,21 +137,21 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
-	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
+	cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
   allow_private: true
   timeout: 1s
 `)
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
 	token := s.Token
 
-	rc := newReceiver(t)
+	rc := hookrecv.New(t)
 	held := make(chan string, 1) // the webhook-id of the attempt held
 	release := make(chan struct{})
 	var first atomic.Bool
 	first.Store(true)
-	rc.before = func(w http.ResponseWriter, r *http.Request) bool {
+	rc.Before = func(w http.ResponseWriter, r *http.Request) bool {
 		if !first.CompareAndSwap(true, false) {
 			return false
 		}
@@ -327,8 +182,8 @@ func TestWebhookKilledMidAttempt(t *testing.T) {
 	close(release)
 
 	s = startServe(t, dir, env, args...)
-	evs := rc.waitEvents(1, deadline)
-	if len(evs) != 1 || evs[0].id != heldID || evs[0].body.Data.Title != "title 1" {
+	evs := rc.WaitEvents(1, deadline)
+	if len(evs) != 1 || evs[0].ID != heldID || evs[0].Body.Data.Title != "title 1" {
 		t.Fatalf("received %+v; want the held event %s again", evs, heldID)
 	}
 	ds := waitDeliveries(t, s.URL, token, ep.ID, "1 delivered", allDelivered(1))
@@ -348,19 +203,19 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
 	// The first retry comes 2 s after a failed attempt: the kill and the
 	// restart happen meanwhile.
-	cfg := fakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
+	cfg := parleybin.FakeModelConfig(t, dir, "http://127.0.0.1:1", `webhooks:
   allow_private: true
   retry_schedule: ["2s", "2s", "2s", "2s", "2s"]
 `)
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	args := []string{"--config", cfg, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
 	token := s.Token
 
-	rc := newReceiver(t)
+	rc := hookrecv.New(t)
 	var down atomic.Bool
 	down.Store(true)
-	rc.before = func(w http.ResponseWriter, r *http.Request) bool {
+	rc.Before = func(w http.ResponseWriter, r *http.Request) bool {
 		if down.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return true
@@ -387,20 +242,20 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 		t.Fatalf("SIGKILL: %v", err)
 	}
 	s.Wait()
-	if evs, _ := rc.snapshot(); len(evs) != 0 {
+	if evs, _ := rc.Snapshot(); len(evs) != 0 {
 		t.Fatalf("the receiver accepted %d events while down", len(evs))
 	}
 
 	down.Store(false)
 	s = startServe(t, dir, env, args...)
-	evs := rc.waitEvents(3, 15*time.Second)
+	evs := rc.WaitEvents(3, 15*time.Second)
 	ids := map[string]bool{}
 	titles := map[string]bool{}
 	for _, e := range evs {
-		ids[e.id] = true
-		titles[e.body.Data.Title] = true
-		if e.body.Type != "chat.title_changed" || e.body.Data.ID != id {
-			t.Errorf("event %s: %+v", e.id, e.body)
+		ids[e.ID] = true
+		titles[e.Body.Data.Title] = true
+		if e.Body.Type != "chat.title_changed" || e.Body.Data.ID != id {
+			t.Errorf("event %s: %+v", e.ID, e.Body)
 		}
 	}
 	if len(evs) != 3 || !titles["title 1"] || !titles["title 2"] || !titles["title 3"] {
@@ -412,7 +267,7 @@ func TestWebhookOutboxSurvivesKill(t *testing.T) {
 			t.Errorf("delivery %+v: want delivered after a failed attempt, of an event the receiver got", d)
 		}
 	}
-	_, dups := rc.snapshot()
+	_, dups := rc.Snapshot()
 	t.Logf("after the restart: %d events, %d duplicate requests", len(evs), dups)
 	if code := s.Stop(); code != 0 {
 		t.Errorf("serve exited %d\nstderr:\n%s", code, s.Stderr)

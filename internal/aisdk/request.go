@@ -42,6 +42,9 @@ type Options struct {
 	DynamicTools []chat.DynamicTool `json:"dynamic_tools"`
 	Tools        chat.ToolGlobs     `json:"tools"`
 	Approve      chat.ToolGlobs     `json:"approve"`
+	// Agent names a stored agent the chat starts from; the other options
+	// override its fields.
+	Agent string `json:"agent"`
 }
 
 // UIMessage is the AI SDK's message shape.

@@ -274,7 +274,7 @@ func aisdkNewChat(req aisdk.Request) service.NewChat {
 	labels[aisdk.LabelAPI] = aisdk.LabelAPIValue
 	labels[aisdk.LabelClientID] = req.ID
 	return service.NewChat{Model: o.Model, SystemPrompt: o.SystemPrompt, Title: o.Title, Labels: labels,
-		DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve}
+		DynamicTools: o.DynamicTools, Tools: o.Tools, Approve: o.Approve, Agent: o.Agent}
 }
 
 // historyFacts is what a request needs to know of a chat's history.

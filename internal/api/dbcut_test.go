@@ -45,7 +45,8 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 	pg, ps := pgtest.Replica(t, dsn, channel, log)
 	// The server and the engine write through a store that counts the
 	// transactions a cut ended: cuts that hit no write would prove nothing.
-	st := &cutCounter{Store: pg}
+	st := &cutCounter{Store: pg, t: t, dsn: dsn}
+	st.forcing.Store(true)
 	s := start(t, st, ps, setup{cfg: liveConfig(fake.URL), keepAlive: time.Hour})
 	s.live = true
 	// Wake-ups sent while the listener reconnects are lost: the poll
@@ -102,6 +103,7 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 	}
 	close(stop)
 	cuts.Wait()
+	st.forcing.Store(false)
 	t.Logf("%d creations answered 503; %d transactions cut", unavailable, st.cut.Load())
 	if st.cut.Load() == 0 {
 		t.Fatal("the cuts hit no transaction: the test proved nothing")
@@ -132,14 +134,30 @@ func TestChatsSurviveCutDatabaseConnections(t *testing.T) {
 }
 
 // cutCounter is a PostgreSQL store whose InTx counts the transactions that
-// failed because the database was out of reach (a cut connection).
+// failed because the database was out of reach (a cut connection). While
+// forcing, it also cuts every connection in the middle of every fifth
+// transaction (its work done, its commit not yet sent), so that cuts hit
+// transactions however the ticker's cuts fall on a fast or a loaded
+// machine.
 type cutCounter struct {
 	*postgres.Store
-	cut atomic.Int64
+	t       testing.TB
+	dsn     string
+	forcing atomic.Bool
+	begun   atomic.Int64
+	cut     atomic.Int64
 }
 
 func (c *cutCounter) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
-	err := c.Store.InTx(ctx, fn)
+	cutHere := c.forcing.Load() && c.begun.Add(1)%5 == 0
+	err := c.Store.InTx(ctx, func(tx store.Tx) error {
+		err := fn(tx)
+		if err == nil && cutHere {
+			cutHere = false // fn may run again: cut only its first run
+			pgtest.TerminateBackends(c.t, c.dsn)
+		}
+		return err
+	})
 	if errors.Is(err, store.ErrUnavailable) {
 		c.cut.Add(1)
 	}

@@ -34,10 +34,9 @@ func (a *api) regenerate(w http.ResponseWriter, r *http.Request, owner string) e
 // {"content": ...} (or "message"): the chat, pending to answer the edited
 // message.
 func (a *api) editMessage(w http.ResponseWriter, r *http.Request, owner string) error {
-	msgID, err := strconv.ParseInt(r.PathValue("message_id"), 10, 64)
-	if err != nil || msgID <= 0 {
-		return &apiError{Status: http.StatusBadRequest, Code: "invalid_path",
-			Message: "message_id must be a message's id, a positive integer", Details: map[string]any{"param": "message_id"}}
+	msgID, err := messageID(r)
+	if err != nil {
+		return err
 	}
 	var req postMessageRequest
 	if err := a.decode(w, r, &req); err != nil {
@@ -54,6 +53,36 @@ func (a *api) editMessage(w http.ResponseWriter, r *http.Request, owner string) 
 	return a.answerChat(w, r, func(id string) (chat.Chat, error) {
 		return a.svc.EditMessage(r.Context(), owner, id, msgID, content)
 	})
+}
+
+// messageVersions answers GET /api/v1/chats/{id}/messages/{message_id}/versions:
+// {"versions": [Message...]}, the message's versions oldest first.
+func (a *api) messageVersions(w http.ResponseWriter, r *http.Request, owner string) error {
+	id, err := chatID(r)
+	if err != nil {
+		return err
+	}
+	msgID, err := messageID(r)
+	if err != nil {
+		return err
+	}
+	msgs, err := a.svc.MessageVersions(r.Context(), owner, id, msgID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": msgs})
+	return nil
+}
+
+// messageID is the request path's message_id; a 400 unless a positive
+// integer.
+func messageID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("message_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &apiError{Status: http.StatusBadRequest, Code: "invalid_path",
+			Message: "message_id must be a message's id, a positive integer", Details: map[string]any{"param": "message_id"}}
+	}
+	return id, nil
 }
 
 // forkRequest is the body of POST /api/v1/chats/{id}/fork.

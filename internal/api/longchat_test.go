@@ -74,7 +74,8 @@ func TestEditRegenerateForkCompactStatusRules(t *testing.T) {
 			t.Fatalf("a fork at a user message is %s, want pending", fork.Status)
 		}
 
-		// Edit the first message: its content changes, the rest is superseded.
+		// Edit the first message: a new version of it, the rest (the
+		// earlier version among it) superseded.
 		var edited chat.Chat
 		s.do("PATCH", fmt.Sprintf("%s/messages/%d", base, msgs[0].ID), tok, map[string]any{"content": "q0 again"}).expect(t, http.StatusOK, &edited)
 		if edited.Status != chat.Pending {
@@ -85,7 +86,7 @@ func TestEditRegenerateForkCompactStatusRules(t *testing.T) {
 		}
 		var all struct{ Messages []chat.Message }
 		s.do("GET", base+"/messages?superseded=true", tok, nil).expect(t, http.StatusOK, &all)
-		if len(all.Messages) != 4 || all.Messages[0].Superseded || !all.Messages[1].Superseded || !all.Messages[3].Superseded {
+		if len(all.Messages) != 5 || !all.Messages[0].Superseded || all.Messages[0].Parts[0].Text != "q0" || !all.Messages[3].Superseded || all.Messages[4].Superseded {
 			t.Fatalf("with superseded: %+v", all.Messages)
 		}
 		s.do("GET", base+"/messages?superseded=maybe", tok, nil).expectError(t, http.StatusBadRequest, "invalid_query")

@@ -155,7 +155,7 @@ func (v *chatView) Event(ev events.ChatEvent) error {
 			return v.w.event(events.KindPart, events.Encode(map[string]any{"message_id": ev.Progress.MessageID, "part": p}))
 		}
 	case events.KindHistory:
-		return v.w.event(ev.Kind, events.Encode(map[string]any{"superseded_after": ev.SupersededAfter, "message": ev.Message}))
+		return v.w.event(ev.Kind, events.Encode(map[string]any{"superseded_after": ev.SupersededAfter}))
 	case events.KindRetry:
 		if ev.Retry != nil {
 			return v.w.event(ev.Kind, events.Encode(ev.Retry))

@@ -58,6 +58,10 @@ type Chat struct {
 	// ToolResultTimeout is this chat's requires_action deadline; zero means
 	// the server's default.
 	ToolResultTimeout time.Duration `json:"-"`
+	// MaxSteps caps the model calls of each run of the chat below the
+	// server's limit, as the agent version it was made from says; zero
+	// means the server's limit.
+	MaxSteps int `json:"-"`
 	// ActionDeadline is when a requires_action chat stops waiting for results.
 	ActionDeadline *time.Time `json:"-"`
 	// WorkerID and LeaseGeneration identify the lease of a running chat; every

@@ -27,6 +27,11 @@ type Message struct {
 	// kept, but the model no longer sees it, and reads leave it out unless
 	// asked for it.
 	Superseded bool `json:"superseded,omitempty"`
+	// ParentID is set on a superseded message: the message it followed
+	// when it was written (0: none, it was the chat's first). A message of
+	// the history follows the one before it, compactions aside. Messages
+	// with the same parent are versions of one another.
+	ParentID *int64 `json:"parent_id,omitempty"`
 }
 
 // Part types.

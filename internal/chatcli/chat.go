@@ -37,6 +37,7 @@ type Options struct {
 	Files        []string             // --file paths
 	Model        string
 	SystemPrompt string
+	Agent        string // --agent: a new chat starts from this agent
 	ToolTimeout  time.Duration
 
 	URLGiven, TokenGiven bool // --url, --token on the command line
@@ -228,7 +229,7 @@ func Run(ctx context.Context, o Options, argv []string) (err error) {
 	for {
 		// The first message creates the chat, unless it is continued.
 		if s.chatID == "" {
-			err = s.create(ctx, client.CreateChatRequest{Model: o.Model, SystemPrompt: o.SystemPrompt,
+			err = s.create(ctx, client.CreateChatRequest{Agent: o.Agent, Model: o.Model, SystemPrompt: o.SystemPrompt,
 				DynamicTools: o.Tools, Tools: o.ServerTools, Approve: o.Approve, ToolResultTimeout: o.ToolTimeout, Message: content(msg, s.files)})
 		} else {
 			err = s.post(ctx, msg)

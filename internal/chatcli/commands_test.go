@@ -62,7 +62,8 @@ func TestChatSessionCommands(t *testing.T) {
 	}
 
 	// The history holds the messages and the compaction, nothing of the
-	// commands; the edited and regenerated answers are superseded.
+	// commands; the edited message's earlier text and the answers edited
+	// and regenerated away are superseded.
 	code, body := do(t, http.MethodGet, s.url+"/api/v1/chats/"+id+"/messages?superseded=true", s.token, "")
 	if code != http.StatusOK {
 		t.Fatalf("messages: %d %s", code, body)
@@ -72,7 +73,7 @@ func TestChatSessionCommands(t *testing.T) {
 			t.Errorf("the command %s reached the chat: %s", c, body)
 		}
 	}
-	if strings.Count(body, `"role":"user"`) != 2 || strings.Count(body, `"type":"compaction"`) < 1 ||
+	if strings.Count(body, `"role":"user"`) != 3 || !strings.Contains(body, `"text":"second"}],"created_at"`) || strings.Count(body, `"type":"compaction"`) < 1 ||
 		strings.Count(body, `"superseded":true`) < 2 || !strings.Contains(body, `"text":"second, edited"`) {
 		t.Errorf("messages: %s", body)
 	}

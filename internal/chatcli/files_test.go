@@ -1,16 +1,14 @@
 package chatcli
 
 import (
-	"bytes"
-	"image"
 	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/testutil/imagetest"
 )
 
 // TestChatFiles: Files (--file) attaches files to the first message (the echo
@@ -30,7 +28,7 @@ func TestChatFiles(t *testing.T) {
 	notes := filepath.Join(dir, "notes.md")
 	archive := filepath.Join(dir, "archive.zip")
 	for path, data := range map[string][]byte{
-		photo:   testPNG(t, color.Black),
+		photo:   imagetest.PNG(t, color.Black),
 		notes:   []byte("# Notes\n\nmilk, eggs\n"),
 		archive: []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00not really a zip but it starts like one"),
 	} {
@@ -91,20 +89,4 @@ func TestChatFiles(t *testing.T) {
 	if strings.Contains(p.stdout.String(), "photo.png") || strings.Contains(p.stdout.String(), "archive.zip") {
 		t.Errorf("a refused file reached the model:\n%s", p.stdout)
 	}
-}
-
-// testPNG is a small PNG image of one colour.
-func testPNG(t *testing.T, c color.Color) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 24, 16))
-	for x := range 24 {
-		for y := range 16 {
-			img.Set(x, y, c)
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }

@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/quota"
 )
@@ -37,9 +38,14 @@ type Config struct {
 	CORS         CORS     `yaml:"cors"`
 	Webhooks     Webhooks `yaml:"webhooks"`
 	Files        Files    `yaml:"files"`
+	LogLevel     string   `yaml:"log_level"` // debug | info | warn | error
+	// AgentEntries are the file's agents as written; Load checks them
+	// into Agents, which every owner sees and none may change.
+	AgentEntries []map[string]any `yaml:"agents"`
+	Agents       []agent.Agent    `yaml:"-"`
+	Subagents    Subagents        `yaml:"subagents"`
 	// StructuredOutput tunes answers asked for as JSON (response_format).
 	StructuredOutput StructuredOutput `yaml:"structured_output"`
-	LogLevel         string           `yaml:"log_level"` // debug | info | warn | error
 }
 
 // StructuredOutput tunes structured output (docs/structured-output.md).
@@ -282,6 +288,7 @@ func Default() Config {
 			MaxRecoveries: 3,
 		},
 		Webhooks:         defaultWebhooks(),
+		Subagents:        Subagents{MaxDepth: DefaultSubagentDepth},
 		StructuredOutput: StructuredOutput{MaxRepairs: 2},
 	}
 }
@@ -412,6 +419,9 @@ func (c *Config) check() error {
 		return fmt.Errorf("engine: heartbeat (%s) must be shorter than lease_ttl (%s)", time.Duration(c.Engine.Heartbeat), time.Duration(c.Engine.LeaseTTL))
 	}
 	if err := c.Tools.LuaRuntime.check(); err != nil {
+		return err
+	}
+	if err := c.checkAgents(); err != nil {
 		return err
 	}
 	if n := c.Tools.MaxResultBytes; n <= 0 || n > MaxResultBytesLimit {

@@ -29,7 +29,7 @@ func TestErrorMessages(t *testing.T) {
 		{"typo in an MCP server", "tools:\n  mcp:\n    - name: a\n      command: [x]\n      env: {ANY_NAME: ok}\n      deni: [x]\n", nil, Overrides{},
 			`FILE: line 6: unknown key "deni" in tools.mcp[0]; did you mean "deny"?`},
 		{"no key near", "price_list: x\n", nil, Overrides{},
-			`FILE: line 1: unknown key "price_list"; the keys at the top level are cors, data_dir, database, default_model, engine, files, limits, listen, log_level, models, quotas, structured_output, tools, webhooks`},
+			`FILE: line 1: unknown key "price_list"; the keys at the top level are agents, cors, data_dir, database, default_model, engine, files, limits, listen, log_level, models, quotas, structured_output, subagents, tools, webhooks`},
 		{"ollama as a provider", "models:\n  - name: local\n    provider: ollama\n    model: llama3.2\n", nil, Overrides{},
 			`FILE: line 3: models[0] (local): provider "ollama" is not one of openai, openai-responses, anthropic, echo; Ollama serves the OpenAI API: use provider: openai with base_url: http://127.0.0.1:11434/v1`},
 		{"provider typo", "models:\n  - {name: a, provider: antropic, model: x}\n", nil, Overrides{},

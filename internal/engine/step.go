@@ -64,8 +64,12 @@ type compactions struct{ auto, overflow bool }
 // is made again; or the end of a run past the limit of model calls, or
 // whose owner's budget is reached (overBudget).
 func (r *run) next(ctx context.Context, model llm.Model, step int, tried *compactions) (*stepOutcome, error) {
-	if step > r.e.cfg.MaxSteps {
-		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", r.e.cfg.MaxSteps))), nil
+	limit := r.e.cfg.MaxSteps
+	if n := r.chat.MaxSteps; n > 0 && n < limit {
+		limit = n // the chat's agent asks for fewer
+	}
+	if step > limit {
+		return ptr(failed("max_steps", fmt.Sprintf("the run reached the limit of %d model calls; retry to continue", limit))), nil
 	}
 	if o, err := r.overBudget(ctx, goOnRetry); o != nil || err != nil {
 		return o, err

@@ -22,8 +22,8 @@ const (
 	// handlers turn it into part events for the subscriber that asked.
 	KindSnapshot = "snapshot"
 	// KindHistory says the history was rewritten: the messages after
-	// SupersededAfter were superseded, and Message, if set, is a message
-	// whose content an edit replaced.
+	// SupersededAfter were superseded. What replaces them (an edit's new
+	// version, the new answer) follows as message events.
 	KindHistory = "history"
 )
 
@@ -79,7 +79,7 @@ type ToolProgress struct {
 type ChatEvent struct {
 	Kind      string          `json:"kind"`
 	Chat      *chat.Chat      `json:"chat,omitempty"`       // status
-	Message   *chat.Message   `json:"message,omitempty"`    // message; history: the edited one
+	Message   *chat.Message   `json:"message,omitempty"`    // message
 	Parts     *PartBatch      `json:"parts,omitempty"`      // part, snapshot
 	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"` // action_required
 	Deadline  *time.Time      `json:"deadline,omitempty"`   // action_required

@@ -76,7 +76,7 @@ func (s *Service) PostAppMessage(ctx context.Context, owner, appID, chatID strin
 		return PostResult{}, fmt.Errorf("post message to app chat %q: %w", appID, err)
 	}
 	in.Message = nil
-	fresh, _, invalid := s.newChat(owner, in) // refused only if it must be created
+	fresh, _, invalid := s.newChatFrom(ctx, owner, in) // refused only if it must be created
 	fresh.ID, fresh.Status = chatID, chat.Pending
 	if fresh.Title == "" {
 		fresh.Title = chat.FallbackTitle(parts, s.limits().MaxTitleBytes)

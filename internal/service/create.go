@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/parleyhq/parley/internal/agent"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/events"
 	"github.com/parleyhq/parley/internal/store"
@@ -67,7 +68,7 @@ func (s *Service) CreateChat(ctx context.Context, owner string, in NewChat) (cha
 
 // Create is CreateChat, and it also returns the request's warnings.
 func (s *Service) Create(ctx context.Context, owner string, in NewChat) (Created, error) {
-	c, first, err := s.newChat(owner, in)
+	c, first, err := s.newChatFrom(ctx, owner, in)
 	if err != nil {
 		return Created{}, err
 	}
@@ -126,6 +127,23 @@ func (s *Service) toolWarnings(globs chat.ToolGlobs) []string {
 		out = append(out, fmt.Sprintf("tools[%d] %q matches no server-side tool now", i, globs[i]))
 	}
 	return out
+}
+
+// newChatFrom is newChat after the request's agent, if it names one, has
+// given it the fields it leaves out; the chat names the agent's version.
+func (s *Service) newChatFrom(ctx context.Context, owner string, in NewChat) (chat.Chat, []chat.Part, error) {
+	var from agent.Agent
+	if in.Agent != "" {
+		var err error
+		if from, err = s.fromAgent(ctx, owner, &in); err != nil {
+			return chat.Chat{}, nil, err
+		}
+	}
+	c, first, err := s.newChat(owner, in)
+	if err == nil && in.Agent != "" {
+		c.Agent, c.AgentVersion, c.MaxSteps = from.Name, from.Version, from.Limits.MaxSteps
+	}
+	return c, first, err
 }
 
 // newChat checks a creation request and builds the chat and its first

@@ -75,9 +75,11 @@ func (s *Service) Compact(ctx context.Context, owner, id string) (chat.Chat, err
 	return c, nil
 }
 
-// EditMessage replaces the content of a user message of the owner's
-// waiting or error chat, supersedes every message after it, and sets the
-// chat pending to answer it again.
+// EditMessage writes a new version of a user message of the owner's
+// waiting or error chat: the message and every one after it are
+// superseded (kept, with what they followed: MessageVersions), the new
+// version is appended in its place, and the chat is set pending to answer
+// it.
 func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64, content json.RawMessage) (chat.Chat, error) {
 	parts, err := chat.ParseContent(content, s.limits())
 	if err != nil {
@@ -106,16 +108,12 @@ func (s *Service) EditMessage(ctx context.Context, owner, id string, msgID int64
 			return &MessageError{MessageID: msgID, Status: 400, Code: "not_a_user_message",
 				Message: fmt.Sprintf("message %d is a %s message; only a person's user message can be edited (regenerate replaces an answer)", msgID, roleOf(page[0]))}
 		}
-		if err := tx.ReplaceParts(ctx, id, msgID, parts); err != nil {
-			return fmt.Errorf("edit message %d: %w", msgID, err)
-		}
-		edited := page[0]
-		edited.Parts = parts
 		history, err := historyFromCompaction(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		return s.rerun(ctx, tx, n, &c, history, msgID, &edited)
+		edited := chat.Message{ChatID: id, Role: chat.RoleUser, Parts: parts}
+		return s.rerun(ctx, tx, n, &c, history, msgID-1, &edited)
 	})
 	if err != nil {
 		return chat.Chat{}, fmt.Errorf("edit message %d of chat %s: %w", msgID, id, err)
@@ -156,20 +154,28 @@ func (s *Service) Regenerate(ctx context.Context, owner, id string) (chat.Chat, 
 	return c, nil
 }
 
-// rerun supersedes the messages of c after the user message at, keeping
-// the newest compaction (history is c's from it on) if it summarises only
-// messages before that one, and sets the chat pending to answer it again.
+// rerun supersedes the messages of c after message at (an edit: the one
+// before the edited message; a regeneration: the user message answered
+// again), appends edited if given (an edit's new version), keeps the
+// newest compaction (history is c's from it on) if it summarises only
+// messages up to at, and sets the chat pending to answer again.
 func (s *Service) rerun(ctx context.Context, tx store.Tx, n *events.Notice, c *chat.Chat, history []chat.Message, at int64, edited *chat.Message) error {
 	var keep *chat.Message
 	for _, m := range history {
-		if chat.IsCompaction(m) && m.ID > at && m.Parts[0].ThroughMessageID < at {
+		if chat.IsCompaction(m) && m.ID > at && m.Parts[0].ThroughMessageID <= at {
 			keep = &m
 		}
 	}
 	if _, err := tx.SupersedeAfter(ctx, c.ID, at); err != nil {
 		return fmt.Errorf("supersede the messages after %d: %w", at, err)
 	}
-	n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindHistory, SupersededAfter: at, Message: edited})
+	n.ChatEvent(c.ID, events.ChatEvent{Kind: events.KindHistory, SupersededAfter: at})
+	if edited != nil {
+		if err := tx.InsertMessage(ctx, edited); err != nil {
+			return fmt.Errorf("write the edited message: %w", err)
+		}
+		n.Message(*edited)
+	}
 	if keep != nil {
 		// Still true of what stays: the summary is written again after it.
 		m := chat.Message{ChatID: c.ID, Role: keep.Role, Parts: keep.Parts}
@@ -234,7 +240,9 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		}
 		fork = chat.Chat{ID: newID.String(), Owner: owner, Title: src.Title, Model: src.Model, SystemPrompt: src.SystemPrompt,
 			Status: chat.Waiting, DynamicTools: src.DynamicTools, Tools: src.Tools, Approve: src.Approve,
-			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout, ResponseFormat: src.ResponseFormat}
+			Labels: maps.Clone(src.Labels), ToolResultTimeout: src.ToolResultTimeout,
+			Agent: src.Agent, AgentVersion: src.AgentVersion, MaxSteps: src.MaxSteps,
+			ResponseFormat: src.ResponseFormat}
 		if fork.Labels == nil {
 			fork.Labels = map[string]string{}
 		}
@@ -269,6 +277,25 @@ func (s *Service) Fork(ctx context.Context, owner, id string, at int64) (chat.Ch
 		return chat.Chat{}, fmt.Errorf("fork chat %s at message %d: %w", id, at, err)
 	}
 	return fork, nil
+}
+
+// MessageVersions returns the versions of message msgID of the owner's
+// chat id, oldest first (store.Reader.MessageVersions): the message's
+// earlier and later versions an edit or a regeneration wrote, the one in
+// the history among them.
+func (s *Service) MessageVersions(ctx context.Context, owner, id string, msgID int64) ([]chat.Message, error) {
+	if _, err := s.owned(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	msgs, err := s.st.MessageVersions(ctx, id, msgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &MessageError{MessageID: msgID, Status: 404, Code: "message_not_found",
+			Message: fmt.Sprintf("message %d is not in the chat", msgID)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", msgID, id, err)
+	}
+	return msgs, nil
 }
 
 // ListEveryMessage is ListMessages with the superseded messages among the

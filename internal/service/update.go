@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -16,6 +17,11 @@ type ChatPatch struct {
 	Title    *string            `json:"title"`
 	Labels   *map[string]string `json:"labels"` // replaces every label; {} clears them
 	Archived *bool              `json:"archived"`
+	// AgentVersion moves a chat made from an agent to another version of
+	// it: "latest" or a version number. The chat's model, system prompt,
+	// tools, approve, dynamic tools and response format become the
+	// version's.
+	AgentVersion json.RawMessage `json:"agent_version"`
 }
 
 // UpdateChat applies p to the owner's chat and returns the chat. A changed
@@ -39,6 +45,16 @@ func (s *Service) UpdateChat(ctx context.Context, owner, id string, p ChatPatch)
 			return err
 		}
 		next := c
+		if moving := len(p.AgentVersion) > 0 && string(p.AgentVersion) != "null"; moving {
+			a, err := s.agentVersion(ctx, tx, c, p.AgentVersion)
+			if err != nil {
+				return err
+			}
+			if err := s.moveToAgentVersion(ctx, tx, &next, a); err != nil {
+				return err
+			}
+			c = next
+		}
 		if p.Title != nil {
 			next.Title = *p.Title
 		}

@@ -113,6 +113,7 @@ type Store interface {
 
 // Reader holds the queries that need no transaction.
 type Reader interface {
+	AgentReader
 	// GetChat returns a chat by id; ErrNotFound if it does not exist.
 	GetChat(ctx context.Context, id string) (chat.Chat, error)
 	// ListChats returns one page of a owner's chats, newest first.
@@ -123,6 +124,13 @@ type Reader interface {
 	// ListEveryMessage is ListMessages with the superseded messages among
 	// the others (Message.Superseded set).
 	ListEveryMessage(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error)
+	// MessageVersions returns the versions of the chat's message id, in id
+	// order: the messages with the same parent (Message.ParentID; a message
+	// of the history follows the history's message before it, compactions
+	// aside), superseded or not, compactions left out; a compaction's only
+	// version is itself. At most MaxPageSize, the newest. ErrNotFound if
+	// the chat has no message id.
+	MessageVersions(ctx context.Context, chatID string, id int64) ([]chat.Message, error)
 	// LastTurn returns the chat's last assistant message and the messages
 	// after it (superseded ones left out), in id order (the whole history, if it has no assistant
 	// message), at most MaxPageSize: what a request needs to find the calls
@@ -175,6 +183,7 @@ type Reader interface {
 // Tx is one transaction. Its methods may only be used inside InTx's fn.
 type Tx interface {
 	Reader
+	AgentWriter
 
 	// AfterCommit has fn run once the transaction has committed (never if it
 	// rolls back), before the caller of InTx gets its result. Where the
@@ -245,11 +254,9 @@ type Tx interface {
 	// send the insert together with the transaction's next statement, which
 	// (or the commit) then reports its failure.
 	InsertMessage(ctx context.Context, m *chat.Message) error
-	// ReplaceParts replaces the parts of a message of the chat that is not
-	// superseded (an edit); ErrNotFound if there is none.
-	ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error
 	// SupersedeAfter marks every message of the chat with an id greater
-	// than after superseded, and returns how many it marked.
+	// than after superseded, each with the message it followed in the
+	// history (Message.ParentID), and returns how many it marked.
 	SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error)
 	// AddUsage adds u to the chat's usage totals and bumps UpdatedAt;
 	// ErrNotFound if the chat does not exist.

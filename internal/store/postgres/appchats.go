@@ -2,21 +2,16 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 func (r reader) AppChat(ctx context.Context, owner, appID string) (string, error) {
 	var id string
 	err := r.q.QueryRow(ctx, `SELECT chat_id FROM app_chats WHERE owner = $1 AND app_id = $2`, owner, appID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("app chat %q: %w", appID, store.ErrNotFound)
-	}
 	if err != nil {
-		return "", fmt.Errorf("app chat %q: %w", appID, err)
+		return "", fmt.Errorf("app chat %q: %w", appID, notFound(err))
 	}
 	return id, nil
 }

@@ -14,60 +14,15 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns scanChat reads, in its order.
-const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
-	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
-	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, response_format, turn_format, output_repairs`
-
-// scanChat reads one row of chatColumns.
-func scanChat(row pgx.Row) (chat.Chat, error) {
-	var (
-		c                                      chat.Chat
-		status                                 string
-		tools, labels, lastErr, globs, approve []byte
-		format, turn                           *string
-		timeoutMS                              int64
-	)
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &status, &tools, &labels,
-		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
-		&timeoutMS, &c.ActionDeadline, &c.WorkerID, &c.LeaseGeneration, &c.LeaseExpiresAt,
-		&c.InterruptRequested, &c.CreatedAt, &c.UpdatedAt, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &format, &turn, &c.OutputRepairs)
-	if err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeFormats(&c, bytesOf(format), bytesOf(turn)); err != nil {
-		return chat.Chat{}, err
-	}
-	c.Status = chat.Status(status)
-	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
-	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
-	c.LeaseExpiresAt = dbutil.UTCPtr(c.LeaseExpiresAt)
-	c.CreatedAt = c.CreatedAt.UTC()
-	c.UpdatedAt = c.UpdatedAt.UTC()
-	return c, nil
-}
-
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
-	return r.getChat(ctx, "get chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id)
+	return r.getChat(ctx, "get chat", `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = $1`, id)
 }
 
 // getChat reads one chat with query, naming the operation op in errors.
 func (r reader) getChat(ctx context.Context, op, query, id string) (chat.Chat, error) {
-	c, err := scanChat(r.q.QueryRow(ctx, query, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound)
-	}
+	c, err := dbutil.ScanChat(r.q.QueryRow(ctx, query, id))
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, err)
+		return chat.Chat{}, fmt.Errorf("%s %s: %w", op, id, notFound(err))
 	}
 	return c, nil
 }
@@ -105,35 +60,18 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		}
 		where = append(where, "(created_at, id) < ("+arg(at)+", "+arg(id)+")")
 	}
-	rows, err := r.q.Query(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT `+arg(limit+1), args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.ChatPage{Chats: []chat.Chat{}}
-	for rows.Next() {
-		c, err := scanChat(rows)
-		if err != nil {
-			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-		}
-		page.Chats = append(page.Chats, c)
-	}
-	if err := rows.Err(); err != nil {
-		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-	}
-	if len(page.Chats) > limit {
-		page.Chats = page.Chats[:limit]
-		last := page.Chats[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.ChatPage(chats, limit), nil
 }
 
 // LockChat reads the chat with SELECT ... FOR UPDATE: until the transaction
 // ends, other transactions that lock or update the chat wait.
 func (t *tx) LockChat(ctx context.Context, id string) (chat.Chat, error) {
-	return t.getChat(ctx, "lock chat", `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
+	return t.getChat(ctx, "lock chat", `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id)
 }
 
 // Now reads now(): the start of the transaction, on the clock deadlines
@@ -158,17 +96,17 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	// Neither a duplicate id nor an unknown owner raises an error, which
 	// would abort the whole transaction: the insert just does nothing, and
 	// insertRefused says why.
-	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+chatColumns+`)
+	tag, err := t.q.Exec(ctx, `INSERT INTO chats (`+dbutil.ChatColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::json, $8::jsonb,
 			$9::boolean, $10::json, $11::bigint, $12::bigint, $13::bigint, $14::bigint, $15::timestamptz,
 			$16::text, $17::bigint, $18::timestamptz, $19::boolean, $20::timestamptz, $20::timestamptz, 1, 0, $21::json, $22::json,
-			$23::boolean, $24::text, $25::text, $26::integer
+			$23::boolean, $24::text, $25::integer, $26::integer, $27::text, $28::text, $29::integer
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), js.DynamicTools, string(js.Labels),
 		c.Archived, js.LastError, c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), dbutil.UTCPtr(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
-		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested,
+		dbutil.UTCPtr(c.LeaseExpiresAt), c.InterruptRequested, now, js.Tools, js.Approve, c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), c.MaxSteps,
 		textOf(js.ResponseFormat), textOf(js.TurnFormat), c.OutputRepairs)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
@@ -176,13 +114,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	if tag.RowsAffected() == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	if c.DynamicTools == nil {
-		c.DynamicTools = []chat.DynamicTool{}
-	}
+	dbutil.Inserted(c, now)
 	return nil
 }
 
@@ -192,13 +124,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
 	var exists bool
 	err := t.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists)
-	switch {
-	case err != nil:
-		return fmt.Errorf("insert %s %s: %w", what, id, err)
-	case exists:
-		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
-	}
-	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+	return dbutil.InsertRefused(what, id, owner, exists, err)
 }
 
 func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
@@ -209,10 +135,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRow(ctx, `UPDATE chats SET title = $2, labels = $3::jsonb, archived = $4, version = version + 1, updated_at = $5
 		WHERE id = $1 RETURNING version`, c.ID, c.Title, string(labels), c.Archived, now).Scan(&c.Version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -227,11 +150,11 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	if err != nil {
 		return chat.Chat{}, err
 	}
-	q := `UPDATE chats SET ` + transitionSet + ` WHERE id = $1 AND status = $2 RETURNING ` + chatColumns
+	q := `UPDATE chats SET ` + transitionSet + ` WHERE id = $1 AND status = $2 RETURNING ` + dbutil.ChatColumns
 	if tr.AddUsage != (chat.Usage{}) {
-		q = withLedger(q, chatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
+		q = withLedger(q, dbutil.ChatColumns, "$8::bigint", "$9::bigint", "$10::bigint")
 	}
-	c, err := scanChat(t.q.QueryRow(ctx, q, args...))
+	c, err := dbutil.ScanChat(t.q.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Chat{}, t.statusConflict(ctx, id, tr)
 	}
@@ -279,13 +202,7 @@ func transitionArgs(id string, tr store.Transition) ([]any, error) {
 func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
 	var status string
 	err := t.q.QueryRow(ctx, `SELECT status FROM chats WHERE id = $1`, id).Scan(&status)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
-	}
-	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+	return dbutil.StatusConflict(id, tr, status, notFound(err))
 }
 
 func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
@@ -302,9 +219,7 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
 	var owner string
 	err := t.q.QueryRow(ctx, `DELETE FROM chats WHERE id = $1 RETURNING owner`, id).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err == nil {
 		err = t.LockOwner(ctx, owner)
 	}
@@ -320,11 +235,7 @@ func (t *tx) DeleteChat(ctx context.Context, id string) error {
 // ChatIDs returns the id of every chat, of every owner, oldest first: for
 // maintenance and for tests that check every chat's history.
 func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.q.Query(ctx, `SELECT id FROM chats ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("list chat ids: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := queryAll(ctx, s.q, dbutil.ScanString, `SELECT id FROM chats ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list chat ids: %w", err)
 	}
@@ -338,14 +249,6 @@ func textOf(b []byte) *string {
 	}
 	s := string(b)
 	return &s
-}
-
-// bytesOf is a nullable text column's value as bytes (NULL: nil).
-func bytesOf(s *string) []byte {
-	if s == nil {
-		return nil
-	}
-	return []byte(*s)
 }
 
 func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {
@@ -364,10 +267,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRow(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = $1
 		RETURNING output_repairs`, id).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}
 	return n, nil

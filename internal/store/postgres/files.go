@@ -6,28 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
-
-const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
-// scanFile reads one row of fileColumns.
-func scanFile(row pgx.Row) (store.File, error) {
-	var (
-		f       store.File
-		deleted *time.Time
-	)
-	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, &f.CreatedAt, &deleted); err != nil {
-		return store.File{}, err
-	}
-	f.CreatedAt = f.CreatedAt.UTC()
-	f.Deleted = deleted != nil
-	return f, nil
-}
 
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction. It is not tried again on
@@ -77,7 +60,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 			}
 		}
 		// No blob row now means no owner.
-		tag, err = tx.Exec(ctx, `INSERT INTO files (`+fileColumns+`)
+		tag, err = tx.Exec(ctx, `INSERT INTO files (`+dbutil.FileColumns+`)
 			SELECT $1, owner, $2, $3, $4, sha256, $5, NULL FROM file_blobs WHERE owner = $6 AND sha256 = $7`,
 			f.ID, f.Name, f.MediaType, f.Size, now, f.Owner, f.SHA256)
 		if err := oneRow(tag, err); err != nil {
@@ -97,11 +80,8 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := scanFile(r.q.QueryRow(ctx, `SELECT `+fileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	f, err := dbutil.ScanFile(r.q.QueryRow(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = $1 AND owner = $2`, id, owner))
+	if err = notFound(err); err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
 	return f, nil
@@ -120,29 +100,12 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, at, id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.Query(ctx, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+dbutil.FileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.FilePage{Files: []store.File{}}
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-		}
-		page.Files = append(page.Files, f)
-	}
-	if err := rows.Err(); err != nil {
-		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-	}
-	if len(page.Files) > limit {
-		page.Files = page.Files[:limit]
-		last := page.Files[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.FilePage(files, limit), nil
 }
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
@@ -166,15 +129,7 @@ func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
 
 func (r reader) FileData(ctx context.Context, owner, id string) (store.File, []byte, error) {
 	f, rc, err := r.OpenFile(ctx, owner, id)
-	if err != nil {
-		return store.File{}, nil, err
-	}
-	defer rc.Close()
-	data, err := dbutil.ReadAllSized(rc, f.Size)
-	if err != nil {
-		return store.File{}, nil, fmt.Errorf("read file %s: %w", id, err)
-	}
-	return f, data, nil
+	return dbutil.ReadFile(f, rc, err)
 }
 
 func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.ReadCloser, error) {

@@ -86,7 +86,7 @@ var acquireSQL = `WITH RECURSIVE ownerQueues AS (
 	SET status = ` + acquireTo + `, worker_id = $1, lease_generation = lease_generation + 1,
 		lease_expires_at = now() + $2::bigint * interval '1 microsecond', version = version + 1, updated_at = now()
 	WHERE id IN (SELECT id FROM picked)
-	RETURNING ` + chatColumns
+	RETURNING ` + dbutil.ChatColumns
 
 // AcquireChats takes up to a.Max pending chats, fairly across owners and
 // within each owner's max_running (acquireSQL), skipping those another
@@ -104,12 +104,9 @@ var acquireSQL = `WITH RECURSIVE ownerQueues AS (
 // it sees every chat the previous holder started. The lock travels in the
 // same round trip as the query and is held for the length of one statement.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
-	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
-	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+	workerID := a.WorkerID
+	if err := dbutil.CheckAcquire(a); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
-	}
-	if a.MaxRunning < 0 {
-		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
 	}
 	chats, err := s.acquire(ctx, a)
 	if err != nil {
@@ -141,7 +138,7 @@ func (s *Store) acquire(ctx context.Context, a store.Acquire) ([]chat.Chat, erro
 	if err != nil {
 		return nil, err
 	}
-	chats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chat.Chat, error) { return scanChat(row) })
+	chats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (chat.Chat, error) { return dbutil.ScanChat(row) })
 	if err != nil {
 		return nil, err
 	}
@@ -197,18 +194,9 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context, count bool) ([]string,
 }
 
 func (r reader) ExpiredActions(ctx context.Context, limit int) ([]store.Expired, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, action_deadline FROM chats
+	out, err := queryAll(ctx, r.q, dbutil.ScanExpired, `SELECT id, action_deadline FROM chats
 		WHERE status = 'requires_action' AND action_deadline <= now()
 		ORDER BY action_deadline, id LIMIT $1`, dbutil.PageLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("expired actions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Expired, error) {
-		var e store.Expired
-		err := row.Scan(&e.ChatID, &e.Deadline)
-		e.Deadline = e.Deadline.UTC()
-		return e, err
-	})
 	if err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}

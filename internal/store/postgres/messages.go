@@ -13,28 +13,20 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// messageColumns are the columns scanMessages reads, in its order.
-const messageColumns = `id, chat_id, role, parts, usage, created_at, superseded`
-
 func (r reader) ListMessages(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
-	return r.listMessages(ctx, "list messages", `SELECT `+messageColumns+` FROM messages
+	return r.listMessages(ctx, "list messages", `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = $1 AND id > $2 AND NOT superseded ORDER BY id LIMIT $3`, chatID, after, limit)
 }
 
 func (r reader) ListEveryMessage(ctx context.Context, chatID string, after int64, limit int) ([]chat.Message, error) {
-	return r.listMessages(ctx, "list every message", `SELECT `+messageColumns+` FROM messages
+	return r.listMessages(ctx, "list every message", `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = $1 AND id > $2 ORDER BY id LIMIT $3`, chatID, after, limit)
 }
 
 // listMessages runs a page query of a chat's messages, naming the
 // operation op in errors.
 func (r reader) listMessages(ctx context.Context, op, query, chatID string, after int64, limit int) ([]chat.Message, error) {
-	rows, err := r.q.Query(ctx, query, chatID, after, dbutil.PageLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, after, dbutil.PageLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("%s of chat %s: %w", op, chatID, err)
 	}
@@ -44,15 +36,10 @@ func (r reader) listMessages(ctx context.Context, op, query, chatID string, afte
 func (r reader) LastTurn(ctx context.Context, chatID string) ([]chat.Message, error) {
 	// The last assistant message is found walking the (chat_id, id) index
 	// backwards, so a long history costs nothing more.
-	rows, err := r.q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = $1 AND NOT superseded AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT $2`, chatID, store.MaxPageSize)
-	if err != nil {
-		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
-	}
-	msgs := []chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) })
 	if err != nil {
 		return nil, fmt.Errorf("last turn of chat %s: %w", chatID, err)
 	}
@@ -69,81 +56,26 @@ func (r reader) SinceCompaction(ctx context.Context, chatIDs []string, limit int
 	// index: the row comparison only that index can serve, so the planner
 	// never walks the primary key from through, across every chat's
 	// messages, instead.
-	rows, err := r.q.Query(ctx, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, `SELECT m.id, m.chat_id, m.role, m.parts, m.usage, m.created_at, m.superseded, m.parent_id
 		FROM unnest($1::text[]) AS c(id)
 		CROSS JOIN LATERAL (SELECT coalesce((SELECT compaction_through FROM messages
 			WHERE chat_id = c.id AND compaction_through IS NOT NULL AND NOT superseded
 			ORDER BY id DESC LIMIT 1), 0) AS through) t
 		CROSS JOIN LATERAL (
-			SELECT `+messageColumns+` FROM messages
+			SELECT `+dbutil.MessageColumns+` FROM messages
 			WHERE chat_id = c.id AND (chat_id, id) > (c.id, t.through) AND NOT superseded
 			ORDER BY chat_id, id LIMIT $2) m
 		ORDER BY m.id`, chatIDs, limit)
 	if err != nil {
 		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
 	}
-	byChat := map[string][]chat.Message{}
-	err = scanMessages(rows, func(m chat.Message) { byChat[m.ChatID] = append(byChat[m.ChatID], m) })
-	if err != nil {
-		return nil, fmt.Errorf("messages since compaction of %d chats: %w", len(chatIDs), err)
-	}
-	return byChat, nil
-}
-
-// scanMessages reads and closes rows of messageColumns, calling fn with
-// each.
-func scanMessages(rows pgx.Rows, fn func(chat.Message)) error {
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			m            chat.Message
-			role         string
-			parts, usage []byte
-		)
-		if err := rows.Scan(&m.ID, &m.ChatID, &role, &parts, &usage, &m.CreatedAt, &m.Superseded); err != nil {
-			return err
-		}
-		m.Role = chat.Role(role)
-		m.CreatedAt = m.CreatedAt.UTC()
-		var err error
-		if m.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		if m.Usage, err = dbutil.DecodeUsage(usage); err != nil {
-			return fmt.Errorf("message %d: %w", m.ID, err)
-		}
-		fn(m)
-	}
-	return rows.Err()
+	return dbutil.ByChat(msgs), nil
 }
 
 func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMessage, error) {
-	rows, err := r.q.Query(ctx, `SELECT id, chat_id, parts, response_format, created_at FROM queued_messages
+	qs, err := queryAll(ctx, r.q, dbutil.ScanQueued, `SELECT `+dbutil.QueuedColumns+` FROM queued_messages
 		WHERE chat_id = $1 ORDER BY id`, chatID)
 	if err != nil {
-		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-	}
-	defer rows.Close()
-	qs := []chat.QueuedMessage{}
-	for rows.Next() {
-		var (
-			q      chat.QueuedMessage
-			parts  []byte
-			format *string
-		)
-		if err := rows.Scan(&q.ID, &q.ChatID, &parts, &format, &q.CreatedAt); err != nil {
-			return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
-		}
-		q.CreatedAt = q.CreatedAt.UTC()
-		if q.Parts, err = dbutil.DecodeParts(parts); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		if q.ResponseFormat, err = dbutil.DecodeFormat(bytesOf(format)); err != nil {
-			return nil, fmt.Errorf("queued message %d: %w", q.ID, err)
-		}
-		qs = append(qs, q)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list queued messages of chat %s: %w", chatID, err)
 	}
 	return qs, nil
@@ -157,22 +89,14 @@ func (r reader) ListQueued(ctx context.Context, chatID string) ([]chat.QueuedMes
 func (t *tx) lockForAppend(ctx context.Context, chatID string) error {
 	var one int
 	err := t.q.QueryRow(ctx, `SELECT 1 FROM chats WHERE id = $1 FOR NO KEY UPDATE`, chatID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
+	return notFound(err)
 }
 
 func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
-	parts, err := dbutil.EncodeParts(m.Parts)
+	js, err := dbutil.EncodeMessage(m)
 	if err != nil {
 		return fmt.Errorf("insert message into chat %s: %w", m.ChatID, err)
 	}
-	usage, err := dbutil.EncodeNullable(m.Usage)
-	if err != nil {
-		return fmt.Errorf("insert message into chat %s: encode usage: %w", m.ChatID, err)
-	}
-	through := dbutil.CompactionThrough(m.Parts)
 	now := dbutil.Now()
 	m.CreatedAt = now
 	if m.ID != 0 { // reserved with ReserveMessageIDs
@@ -187,11 +111,11 @@ func (t *tx) InsertMessage(ctx context.Context, m *chat.Message) error {
 				return fmt.Errorf("insert message into chat %s: %w", chatID, classify(err))
 			}
 			return nil
-		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(parts), now, usage, through)
+		}, insertMessageSQL, m.ID, chatID, string(m.Role), string(js.Parts), now, js.Usage, js.Through)
 		t.useFiles(m.ChatID, m.Parts)
 		return nil
 	}
-	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(parts), now, usage, through).Scan(&m.ID)
+	err = t.q.QueryRow(ctx, insertMessageSQL+` RETURNING id`, nil, m.ChatID, string(m.Role), string(js.Parts), now, js.Usage, js.Through).Scan(&m.ID)
 	if err != nil {
 		m.CreatedAt = time.Time{}
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -211,29 +135,52 @@ const insertMessageSQL = `WITH c AS (SELECT id FROM chats WHERE id = $2 FOR NO K
 	INSERT INTO messages (id, chat_id, role, parts, usage, created_at, compaction_through) OVERRIDING SYSTEM VALUE
 	SELECT COALESCE($1::bigint, nextval(pg_get_serial_sequence('messages', 'id'))), c.id, $3, $4::json, $6::json, $5, $7::bigint FROM c`
 
-// ReplaceParts rewrites the message's parts, and its compaction_through
-// with them.
-func (t *tx) ReplaceParts(ctx context.Context, chatID string, id int64, parts []chat.Part) error {
-	enc, err := dbutil.EncodeParts(parts)
-	if err != nil {
-		return fmt.Errorf("replace parts of message %d: %w", id, err)
-	}
-	tag, err := t.q.Exec(ctx, `UPDATE messages SET parts = $3::json, compaction_through = $4::bigint
-		WHERE id = $1 AND chat_id = $2 AND NOT superseded`, id, chatID, string(enc), dbutil.CompactionThrough(parts))
-	if err := oneRow(tag, err); err != nil {
-		return fmt.Errorf("replace parts of message %d of chat %s: %w", id, chatID, err)
-	}
-	t.useFiles(chatID, parts)
-	return nil
-}
-
 func (t *tx) SupersedeAfter(ctx context.Context, chatID string, after int64) (int, error) {
-	tag, err := t.q.Exec(ctx, `UPDATE messages SET superseded = true
-		WHERE chat_id = $1 AND id > $2 AND NOT superseded`, chatID, after)
+	// Each message of the history that goes keeps the message it followed
+	// (the one before it, compactions aside): the subquery reads the
+	// messages as they were before the statement.
+	tag, err := t.q.Exec(ctx, `UPDATE messages m SET superseded = true, parent_id = coalesce((SELECT p.id FROM messages p
+			WHERE p.chat_id = m.chat_id AND p.id < m.id AND NOT p.superseded
+				AND p.compaction_through IS NULL ORDER BY p.id DESC LIMIT 1), 0)
+		WHERE m.chat_id = $1 AND m.id > $2 AND NOT m.superseded`, chatID, after)
 	if err != nil {
 		return 0, fmt.Errorf("supersede messages of chat %s after %d: %w", chatID, after, classify(err))
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+func (r reader) MessageVersions(ctx context.Context, chatID string, id int64) ([]chat.Message, error) {
+	var parent, through *int64
+	err := r.q.QueryRow(ctx, `SELECT parent_id, compaction_through FROM messages
+		WHERE chat_id = $1 AND id = $2`, chatID, id).Scan(&parent, &through)
+	if err = notFound(err); err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	// A compaction is no version of anything: it is its only version.
+	query, arg := `SELECT `+dbutil.MessageColumns+` FROM messages WHERE chat_id = $1 AND id = $2 LIMIT $3`, id
+	if through == nil {
+		if parent == nil { // in the history: it follows the history's message before it
+			parent = new(int64)
+			err = r.q.QueryRow(ctx, `SELECT coalesce((SELECT id FROM messages WHERE chat_id = $1 AND id < $2
+				AND NOT superseded AND compaction_through IS NULL ORDER BY id DESC LIMIT 1), 0)`, chatID, id).Scan(parent)
+			if err != nil {
+				return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+			}
+		}
+		// The superseded versions name their parent; the one in the
+		// history, if the parent is in it, is the history's next message.
+		query, arg = `SELECT * FROM (SELECT `+dbutil.MessageColumns+` FROM messages
+			WHERE chat_id = $1 AND compaction_through IS NULL AND (parent_id = $2
+				OR (id = (SELECT id FROM messages WHERE chat_id = $1 AND id > $2 AND NOT superseded
+						AND compaction_through IS NULL ORDER BY id LIMIT 1)
+					AND ($2 = 0 OR EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND id = $2 AND NOT superseded))))
+			ORDER BY id DESC LIMIT $3) v ORDER BY id`, *parent
+	}
+	msgs, err := queryAll(ctx, r.q, dbutil.ScanMessage, query, chatID, arg, store.MaxPageSize)
+	if err != nil {
+		return nil, fmt.Errorf("versions of message %d of chat %s: %w", id, chatID, err)
+	}
+	return msgs, nil
 }
 
 // AddUsage adds u to the chat and, in the same statement, to its owner's
@@ -247,10 +194,7 @@ func (t *tx) AddUsage(ctx context.Context, chatID string, u chat.Usage) error {
 	}
 	var owner string
 	err := t.q.QueryRow(ctx, q, chatID, u.InputTokens, u.OutputTokens, u.CostMicros, dbutil.Now()).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("add usage to chat %s: %w", chatID, err)
 	}
 	return nil

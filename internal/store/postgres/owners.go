@@ -5,24 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
-
-const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
-// scanToken reads one row of tokenColumns.
-func scanToken(row pgx.Row) (store.Token, error) {
-	var t store.Token
-	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &t.CreatedAt, &t.RevokedAt); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = t.CreatedAt.UTC()
-	t.RevokedAt = dbutil.UTCPtr(t.RevokedAt)
-	return t, nil
-}
 
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
@@ -33,32 +19,17 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := scanToken(r.q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
-	}
+	t, err := dbutil.ScanToken(r.q.QueryRow(ctx, `SELECT `+dbutil.TokenColumns+` FROM api_tokens WHERE id = $1`, id))
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
 	return t, nil
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	rows, err := r.q.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+dbutil.TokenColumns+` FROM api_tokens
 		WHERE $1 = '' OR owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
-	}
-	defer rows.Close()
-	toks := []store.Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tokens: %w", err)
-		}
-		toks = append(toks, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return toks, nil
@@ -83,7 +54,7 @@ func (t *tx) InsertToken(ctx context.Context, tok *store.Token) error {
 		return errors.New("insert token: id and hash are required")
 	}
 	now := dbutil.Now()
-	tag, err := t.q.Exec(ctx, `INSERT INTO api_tokens (`+tokenColumns+`)
+	tag, err := t.q.Exec(ctx, `INSERT INTO api_tokens (`+dbutil.TokenColumns+`)
 		SELECT $1::text, $2::text, $3::text, $4::bytea, $5::timestamptz, $6::timestamptz
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = $2)
 		ON CONFLICT (id) DO NOTHING`,
@@ -125,10 +96,7 @@ func oneRow(tag pgconn.CommandTag, err error) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRow(ctx, `SELECT 1 FROM owners WHERE name = $1 FOR NO KEY UPDATE`, owner).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}
 	return nil

@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/quota"
 	"github.com/parleyhq/parley/internal/store"
@@ -32,10 +30,7 @@ func (r reader) OwnerQuotas(ctx context.Context, owner string) (quota.Overrides,
 	var b []byte
 	err := r.q.QueryRow(ctx, `SELECT q.overrides FROM owners o
 		LEFT JOIN owner_quotas q ON q.owner = o.name WHERE o.name = $1`, owner).Scan(&b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return quota.Overrides{}, fmt.Errorf("quotas of owner %s: %w", owner, err)
 	}
 	o, err := dbutil.DecodeOverrides(b)
@@ -67,7 +62,7 @@ func (r reader) CountChats(ctx context.Context, owner string) (int, error) {
 // OwnerStats reads the queues from the partial indexes of pending and
 // running chats and the usage from the ledger's days.
 func (r reader) OwnerStats(ctx context.Context, since time.Time) ([]store.OwnerStat, error) {
-	rows, err := r.q.Query(ctx, `SELECT owner, sum(pending)::bigint, sum(running)::bigint,
+	stats, err := queryAll(ctx, r.q, dbutil.ScanOwnerStat, `SELECT owner, sum(pending)::bigint, sum(running)::bigint,
 		sum(input_tokens)::bigint, sum(output_tokens)::bigint, sum(cost_micros)::bigint
 		FROM (
 			SELECT owner, 1 AS pending, 0 AS running, 0 AS input_tokens, 0 AS output_tokens, 0 AS cost_micros
@@ -77,14 +72,6 @@ func (r reader) OwnerStats(ctx context.Context, since time.Time) ([]store.OwnerS
 			UNION ALL
 			SELECT owner, 0, 0, input_tokens, output_tokens, cost_micros FROM owner_usage WHERE day >= $1::date
 		) s GROUP BY owner ORDER BY owner`, dbutil.Day(since))
-	if err != nil {
-		return nil, fmt.Errorf("owner stats: %w", err)
-	}
-	stats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.OwnerStat, error) {
-		var s store.OwnerStat
-		err := row.Scan(&s.Owner, &s.Pending, &s.Running, &s.Usage.InputTokens, &s.Usage.OutputTokens, &s.Usage.CostMicros)
-		return s, err
-	})
 	if err != nil {
 		return nil, fmt.Errorf("owner stats: %w", err)
 	}

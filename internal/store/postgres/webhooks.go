@@ -12,44 +12,10 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// endpointColumns are the columns scanEndpoint reads, in its order.
-const endpointColumns = `id, owner, url, events, description, secret, previous_secret,
+// endpointColumns are the columns dbutil.ScanEndpoint reads, in its order
+// (events as JSON, as SQLite keeps them).
+const endpointColumns = `id, owner, url, to_json(events), description, secret, previous_secret,
 	previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at`
-
-func scanEndpoint(row pgx.Row) (store.WebhookEndpoint, error) {
-	var e store.WebhookEndpoint
-	err := row.Scan(&e.ID, &e.Owner, &e.URL, &e.Events, &e.Description, &e.Secret, &e.PreviousSecret,
-		&e.PreviousSecretUntil, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &e.CreatedAt, &e.UpdatedAt)
-	if err != nil {
-		return e, err
-	}
-	e.PreviousSecretUntil = dbutil.UTCPtr(e.PreviousSecretUntil)
-	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
-	return e, nil
-}
-
-// deliveryColumns are the columns scanDelivery reads (d: the delivery, e:
-// its event).
-const deliveryColumns = `d.id, d.event_id, d.endpoint_id, e.type, e.chat_id, d.status, d.attempts,
-	d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
-
-func scanDelivery(row pgx.Row) (store.WebhookDelivery, error) {
-	var (
-		d    store.WebhookDelivery
-		next time.Time
-	)
-	err := row.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.EventType, &d.ChatID, &d.Status, &d.Attempts,
-		&next, &d.LastStatusCode, &d.LastError, &d.CreatedAt, &d.DeliveredAt)
-	if err != nil {
-		return d, err
-	}
-	if d.Status == store.DeliveryPending {
-		next = next.UTC()
-		d.NextAttemptAt = &next
-	}
-	d.CreatedAt, d.DeliveredAt = d.CreatedAt.UTC(), dbutil.UTCPtr(d.DeliveredAt)
-	return d, nil
-}
 
 // writeTx runs fn's statements in one transaction.
 func (s *Store) writeTx(ctx context.Context, fn func(q querier) error) error {
@@ -71,7 +37,8 @@ func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint, max
 				return store.ErrCapReached
 			}
 		}
-		return classify(t.q.QueryRow(ctx, `INSERT INTO webhook_endpoints (`+endpointColumns+`)
+		return classify(t.q.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, owner, url, events, description, secret, previous_secret,
+				previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, '', NULL, $7, $8, 0, now(), now()) RETURNING created_at`,
 			e.ID, e.Owner, e.URL, e.Events, e.Description, e.Secret, e.Disabled, e.DisabledReason).Scan(&e.CreatedAt))
 	})
@@ -90,33 +57,18 @@ func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.Webhook
 // getEndpoint reads one of the owner's endpoints; lock is "" or a locking
 // clause.
 func getEndpoint(ctx context.Context, q querier, owner, id, lock string) (store.WebhookEndpoint, error) {
-	e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	e, err := dbutil.ScanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = $1 AND owner = $2 `+lock, id, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return e, nil
 }
 
 func (s *Store) ListWebhooks(ctx context.Context, owner string) ([]store.WebhookEndpoint, error) {
-	rows, err := s.q.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	out, err := queryAll(ctx, s.q, dbutil.ScanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE owner = $1 ORDER BY created_at, id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list webhooks: %w", err)
-	}
-	defer rows.Close()
-	out := []store.WebhookEndpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list webhooks: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	return out, nil
@@ -166,15 +118,12 @@ func (s *Store) DeleteWebhook(ctx context.Context, owner, id string) error {
 }
 
 func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret string, overlap time.Duration) (store.WebhookEndpoint, error) {
-	e, err := scanEndpoint(s.q.QueryRow(ctx, `UPDATE webhook_endpoints
+	e, err := dbutil.ScanEndpoint(s.q.QueryRow(ctx, `UPDATE webhook_endpoints
 		SET previous_secret = secret, previous_secret_until = now() + $1::bigint * interval '1 microsecond',
 			secret = $2, updated_at = now()
 		WHERE id = $3 AND owner = $4 RETURNING `+endpointColumns,
 		overlap.Microseconds(), secret, id, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
 	}
 	return e, nil
@@ -189,44 +138,25 @@ func (s *Store) ListDeliveries(ctx context.Context, owner, endpointID, cursor st
 		return store.DeliveryPage{}, err
 	}
 	limit = dbutil.PageLimit(limit)
-	rows, err := s.q.Query(ctx, `SELECT `+deliveryColumns+`
+	ds, err := queryAll(ctx, s.q, dbutil.ScanDelivery, `SELECT `+dbutil.DeliveryColumns+`
 		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
 		WHERE d.endpoint_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3`, endpointID, before, limit+1)
 	if err != nil {
 		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
 	}
-	defer rows.Close()
-	page := store.DeliveryPage{Deliveries: []store.WebhookDelivery{}}
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
-		}
-		page.Deliveries = append(page.Deliveries, d)
-	}
-	if err := rows.Err(); err != nil {
-		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
-	}
-	if len(page.Deliveries) > limit {
-		page.Deliveries = page.Deliveries[:limit]
-		page.NextCursor = dbutil.DeliveryCursor(page.Deliveries[limit-1].ID)
-	}
-	return page, nil
+	return dbutil.DeliveryPage(ds, limit), nil
 }
 
 func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (store.WebhookDelivery, error) {
-	d, err := scanDelivery(s.q.QueryRow(ctx, `WITH n AS (
+	d, err := dbutil.ScanDelivery(s.q.QueryRow(ctx, `WITH n AS (
 			INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
 			SELECT d.event_id, d.endpoint_id, now(), now() FROM webhook_deliveries d
 			JOIN webhook_endpoints p ON p.id = d.endpoint_id
 			WHERE d.id = $1 AND d.endpoint_id = $2 AND p.owner = $3
 			RETURNING *)
-		SELECT `+deliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
+		SELECT `+dbutil.DeliveryColumns+` FROM n AS d JOIN webhook_events e ON e.id = d.event_id`,
 		deliveryID, endpointID, owner))
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return d, fmt.Errorf("redeliver %d: %w", deliveryID, err)
 	}
 	return d, nil
@@ -237,11 +167,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	err := s.writeTx(ctx, func(q querier) error {
 		var one int
 		err := q.QueryRow(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = $1 AND owner = $2`, endpointID, owner).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
 		tag, err := q.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
 			SELECT d.event_id, d.endpoint_id, now(), now() FROM webhook_deliveries d
@@ -257,49 +184,13 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	return int(n), nil
 }
 
-// eventColumns are the columns scanEvent reads (e: the event).
-const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
-	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
-	e.through_message_id, e.body, e.created_at`
-
-func scanEvent(row pgx.Row, more ...any) (store.WebhookEvent, error) {
-	var (
-		ev              store.WebhookEvent
-		status          string
-		labels, lastErr []byte
-	)
-	c := &ev.Chat
-	dest := append([]any{&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &status, &labels, &lastErr,
-		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &c.ActionDeadline,
-		&ev.ThroughMessageID, &ev.Body, &ev.CreatedAt}, more...)
-	if err := row.Scan(dest...); err != nil {
-		return ev, err
-	}
-	if err := dbutil.DecodeChat(c, []byte("[]"), labels, lastErr); err != nil {
-		return ev, fmt.Errorf("decode event %s: %w", ev.ID, err)
-	}
-	c.ID, c.Owner, c.Status = ev.ChatID, ev.Owner, chat.Status(status)
-	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
-	ev.CreatedAt = ev.CreatedAt.UTC()
-	return ev, nil
-}
-
 func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.WebhookEvent, error) {
-	rows, err := s.q.Query(ctx, `SELECT `+eventColumns+` FROM webhook_events e
+	out, err := queryAll(ctx, s.q, dbutil.ScanEvent, `SELECT `+dbutil.EventColumns+` FROM webhook_events e
 		WHERE e.owner = $1 ORDER BY e.seq`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
 	}
-	defer rows.Close()
-	out := []store.WebhookEvent{}
-	for rows.Next() {
-		ev, err := scanEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
-		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.DeliveryBatch, error) {
@@ -333,7 +224,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 		c AS (
 			UPDATE webhook_endpoints p SET claimed_by = $2, claimed_until = now() + $1::bigint * interval '1 microsecond'
 			WHERE p.id IN (SELECT endpoint_id FROM u) RETURNING p.id)
-		SELECT `+eventColumns+`, `+deliveryColumns+`, `+endpointColumnsP+`
+		SELECT `+dbutil.EventColumns+`, `+dbutil.DeliveryColumns+`, `+endpointColumnsP+`
 		FROM u AS d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints p ON p.id = d.endpoint_id
 		WHERE d.endpoint_id IN (SELECT id FROM c)
 		ORDER BY d.endpoint_id, d.id`,
@@ -344,7 +235,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 	defer rows.Close()
 	var out []store.DeliveryBatch
 	for rows.Next() {
-		e, cd, err := scanClaimed(rows)
+		e, cd, err := dbutil.ScanClaimed(rows)
 		if err != nil {
 			return nil, fmt.Errorf("claim deliveries: %w", err)
 		}
@@ -357,45 +248,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 }
 
 // endpointColumnsP are endpointColumns of the endpoint p.
-const endpointColumnsP = `p.id, p.owner, p.url, p.events, p.description, p.secret, p.previous_secret,
+const endpointColumnsP = `p.id, p.owner, p.url, to_json(p.events), p.description, p.secret, p.previous_secret,
 	p.previous_secret_until, p.disabled, p.disabled_reason, p.failure_streak, p.created_at, p.updated_at`
-
-// scanClaimed reads a row of eventColumns, deliveryColumns and the
-// endpoint's columns.
-func scanClaimed(row pgx.Row) (store.WebhookEndpoint, store.ClaimedDelivery, error) {
-	var (
-		cd     store.ClaimedDelivery
-		e      store.WebhookEndpoint
-		status string
-		labels []byte
-		last   []byte
-		next   time.Time
-	)
-	ev, d := &cd.Event, &cd.Delivery
-	c := &ev.Chat
-	err := row.Scan(&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &status, &labels, &last,
-		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &c.ActionDeadline,
-		&ev.ThroughMessageID, &ev.Body, &ev.CreatedAt,
-		&d.ID, &d.EventID, &d.EndpointID, &d.EventType, &d.ChatID, &d.Status, &d.Attempts,
-		&next, &d.LastStatusCode, &d.LastError, &d.CreatedAt, &d.DeliveredAt,
-		&e.ID, &e.Owner, &e.URL, &e.Events, &e.Description, &e.Secret, &e.PreviousSecret,
-		&e.PreviousSecretUntil, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &e.CreatedAt, &e.UpdatedAt)
-	if err != nil {
-		return e, cd, err
-	}
-	if err := dbutil.DecodeChat(c, []byte("[]"), labels, last); err != nil {
-		return e, cd, fmt.Errorf("decode event %s: %w", ev.ID, err)
-	}
-	c.ID, c.Owner, c.Status = ev.ChatID, ev.Owner, chat.Status(status)
-	c.ActionDeadline = dbutil.UTCPtr(c.ActionDeadline)
-	ev.CreatedAt = ev.CreatedAt.UTC()
-	next = next.UTC()
-	d.NextAttemptAt = &next
-	d.CreatedAt, d.DeliveredAt = d.CreatedAt.UTC(), dbutil.UTCPtr(d.DeliveredAt)
-	e.PreviousSecretUntil = dbutil.UTCPtr(e.PreviousSecretUntil)
-	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
-	return e, cd, nil
-}
 
 func (s *Store) SetEventBodies(ctx context.Context, bodies map[string][]byte) (map[string][]byte, error) {
 	ids := make([]string, 0, len(bodies))
@@ -443,7 +297,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) erro
 		ids[i], statuses[i], retries[i], codes[i], errs[i] = d.ID, d.Status, d.RetryIn.Microseconds(), int32(d.StatusCode), d.Error
 	}
 	err = s.writeTx(ctx, func(q querier) error {
-		e, err := scanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		e, err := dbutil.ScanEndpoint(q.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = $1 AND claimed_by = $2 FOR UPDATE`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrLeaseLost
@@ -500,15 +354,11 @@ func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) 
 }
 
 func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
-	rows, err := s.q.Query(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = $1 AND NOT superseded AND id <= $2 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = $1 AND role = 'assistant' AND NOT superseded AND id <= $2 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT $3`, chatID, through, store.MaxPageSize)
 	if err != nil {
-		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
-	}
-	msgs := []chat.Message{}
-	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
 		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
 	}
 	return msgs, nil

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/store"
@@ -12,11 +10,8 @@ import (
 func (r reader) AppChat(ctx context.Context, owner, appID string) (string, error) {
 	var id string
 	err := r.q.QueryRowContext(ctx, `SELECT chat_id FROM app_chats WHERE owner = ? AND app_id = ?`, owner, appID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("app chat %q: %w", appID, store.ErrNotFound)
-	}
 	if err != nil {
-		return "", fmt.Errorf("app chat %q: %w", appID, err)
+		return "", fmt.Errorf("app chat %q: %w", appID, notFound(err))
 	}
 	return id, nil
 }

@@ -13,56 +13,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// chatColumns are the columns scanChat reads, in its order.
-const chatColumns = `id, owner, title, model, system_prompt, status, dynamic_tools, labels,
-	archived, last_error, usage_input_tokens, usage_output_tokens, usage_cost_micros,
-	tool_result_timeout_ms, action_deadline, worker_id, lease_generation, lease_expires_at,
-	interrupt_requested, created_at, updated_at, version, lease_recoveries, tools, approve,
-	compact_requested, response_format, turn_format, output_repairs`
-
-// scanChat reads one row of chatColumns.
-func scanChat(row interface{ Scan(...any) error }) (chat.Chat, error) {
-	var (
-		c                                      chat.Chat
-		tools, labels, lastErr, globs, approve []byte
-		format, turn                           []byte
-		timeoutMS, created, updated            int64
-		deadline, leaseExpires                 sql.NullInt64
-	)
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Model, &c.SystemPrompt, &c.Status, &tools, &labels,
-		&c.Archived, &lastErr, &c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros,
-		&timeoutMS, &deadline, &c.WorkerID, &c.LeaseGeneration, &leaseExpires,
-		&c.InterruptRequested, &created, &updated, &c.Version, &c.LeaseRecoveries, &globs, &approve,
-		&c.CompactRequested, &format, &turn, &c.OutputRepairs)
-	if err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeChat(&c, tools, labels, lastErr); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeToolGlobs(&c, globs, approve); err != nil {
-		return chat.Chat{}, err
-	}
-	if err := dbutil.DecodeFormats(&c, format, turn); err != nil {
-		return chat.Chat{}, err
-	}
-	c.ToolResultTimeout = time.Duration(timeoutMS) * time.Millisecond
-	c.ActionDeadline = nullTime(deadline)
-	c.LeaseExpiresAt = nullTime(leaseExpires)
-	c.CreatedAt = dbutil.FromMicros(created)
-	c.UpdatedAt = dbutil.FromMicros(updated)
-	return c, nil
-}
-
-// nullTime converts a nullable microsecond column.
-func nullTime(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := dbutil.FromMicros(v.Int64)
-	return &t
-}
-
 // nullMicros converts a nullable time for a microsecond column.
 func nullMicros(t *time.Time) sql.NullInt64 {
 	if t == nil {
@@ -72,12 +22,9 @@ func nullMicros(t *time.Time) sql.NullInt64 {
 }
 
 func (r reader) GetChat(ctx context.Context, id string) (chat.Chat, error) {
-	c, err := scanChat(r.q.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, store.ErrNotFound)
-	}
+	c, err := dbutil.ScanChat(r.q.QueryRowContext(ctx, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE id = ?`, id))
 	if err != nil {
-		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+		return chat.Chat{}, fmt.Errorf("get chat %s: %w", id, notFound(err))
 	}
 	return c, nil
 }
@@ -109,29 +56,12 @@ func (r reader) ListChats(ctx context.Context, q store.ChatQuery) (store.ChatPag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.QueryContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
+	chats, err := queryAll(ctx, r.q, dbutil.ScanChat, `SELECT `+dbutil.ChatColumns+` FROM chats WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.ChatPage{Chats: []chat.Chat{}}
-	for rows.Next() {
-		c, err := scanChat(rows)
-		if err != nil {
-			return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-		}
-		page.Chats = append(page.Chats, c)
-	}
-	if err := rows.Err(); err != nil {
-		return store.ChatPage{}, fmt.Errorf("list chats of %s: %w", q.Owner, err)
-	}
-	if len(page.Chats) > limit {
-		page.Chats = page.Chats[:limit]
-		last := page.Chats[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.ChatPage(chats, limit), nil
 }
 
 // LockChat reads the chat; the BEGIN IMMEDIATE transaction already excludes
@@ -157,15 +87,16 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 		return fmt.Errorf("insert chat %s: %w", c.ID, err)
 	}
 	now := dbutil.Now()
-	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?
+	res, err := t.q.ExecContext(ctx, `INSERT INTO chats (`+dbutil.ChatColumns+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.Owner, c.Title, c.Model, c.SystemPrompt, string(c.Status), text(js.DynamicTools), text(js.Labels),
 		c.Archived, text(js.LastError), c.Usage.InputTokens, c.Usage.OutputTokens, c.Usage.CostMicros,
 		c.ToolResultTimeout.Milliseconds(), nullMicros(c.ActionDeadline), c.WorkerID, c.LeaseGeneration,
 		nullMicros(c.LeaseExpiresAt), c.InterruptRequested, dbutil.Micros(now), dbutil.Micros(now), text(js.Tools), text(js.Approve),
-		c.CompactRequested, text(js.ResponseFormat), text(js.TurnFormat), c.OutputRepairs, c.Owner)
+		c.CompactRequested, c.Agent, dbutil.NullVersion(c.AgentVersion), c.MaxSteps,
+		text(js.ResponseFormat), text(js.TurnFormat), c.OutputRepairs, c.Owner)
 	if err != nil {
 		return fmt.Errorf("insert chat %s: %w", c.ID, classify(err))
 	}
@@ -174,13 +105,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 	} else if n == 0 {
 		return t.insertRefused(ctx, "chat", c.ID, "chats", c.Owner)
 	}
-	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
-	if c.Labels == nil {
-		c.Labels = map[string]string{}
-	}
-	if c.DynamicTools == nil {
-		c.DynamicTools = []chat.DynamicTool{}
-	}
+	dbutil.Inserted(c, now)
 	return nil
 }
 
@@ -190,13 +115,7 @@ func (t *tx) InsertChat(ctx context.Context, c *chat.Chat) error {
 func (t *tx) insertRefused(ctx context.Context, what, id, table, owner string) error {
 	var exists bool
 	err := t.q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = ?)`, id).Scan(&exists)
-	switch {
-	case err != nil:
-		return fmt.Errorf("insert %s %s: %w", what, id, err)
-	case exists:
-		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
-	}
-	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+	return dbutil.InsertRefused(what, id, owner, exists, err)
 }
 
 func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
@@ -207,10 +126,7 @@ func (t *tx) UpdateChatMeta(ctx context.Context, c *chat.Chat) error {
 	now := dbutil.Now()
 	err = t.q.QueryRowContext(ctx, `UPDATE chats SET title = ?, labels = ?, archived = ?, version = version + 1, updated_at = ?
 		WHERE id = ? RETURNING version`, c.Title, text(labels), c.Archived, dbutil.Micros(now), c.ID).Scan(&c.Version)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("update chat %s: %w", c.ID, err)
 	}
 	c.UpdatedAt = now
@@ -240,7 +156,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 	// ends the count of recoveries in a row. Every change sets or clears
 	// the request to compact. A run a person asks for starts the turn's
 	// repairs over.
-	c, err := scanChat(t.q.QueryRowContext(ctx, `UPDATE chats
+	c, err := dbutil.ScanChat(t.q.QueryRowContext(ctx, `UPDATE chats
 		SET status = ?, last_error = ?, action_deadline = ?, version = version + 1, updated_at = ?,
 			compact_requested = ?,
 			worker_id = CASE WHEN ? THEN '' ELSE worker_id END,
@@ -250,7 +166,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 			usage_input_tokens = usage_input_tokens + ?, usage_output_tokens = usage_output_tokens + ?,
 			usage_cost_micros = usage_cost_micros + ?
 		WHERE id = ? AND status = ?
-		RETURNING `+chatColumns,
+		RETURNING `+dbutil.ChatColumns,
 		string(tr.To), text(lastErr), deadline, dbutil.Micros(now), tr.Compact,
 		dbutil.LeftRunning(tr), dbutil.LeftRunning(tr), tr.From == chat.Running, dbutil.RunAsked(tr),
 		tr.AddUsage.InputTokens, tr.AddUsage.OutputTokens, tr.AddUsage.CostMicros, id, string(tr.From)))
@@ -270,13 +186,7 @@ func (t *tx) TransitionChat(ctx context.Context, id string, tr store.Transition)
 func (t *tx) statusConflict(ctx context.Context, id string, tr store.Transition) error {
 	var status string
 	err := t.q.QueryRowContext(ctx, `SELECT status FROM chats WHERE id = ?`, id).Scan(&status)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("transition chat %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
-	}
-	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
+	return dbutil.StatusConflict(id, tr, status, notFound(err))
 }
 
 func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error {
@@ -293,9 +203,7 @@ func (t *tx) SetInterruptRequested(ctx context.Context, id string, v bool) error
 func (t *tx) DeleteChat(ctx context.Context, id string) error {
 	var owner string
 	err := t.q.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING owner`, id).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	err = notFound(err)
 	if err == nil {
 		err = purgeFiles(ctx, t.q, owner)
 	}
@@ -323,20 +231,11 @@ func oneRow(res sql.Result, err error) error {
 // ChatIDs returns the id of every chat, of every owner, oldest first: for
 // maintenance and for tests that check every chat's history.
 func (s *Store) ChatIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id FROM chats ORDER BY created_at, id`)
+	ids, err := queryAll(ctx, s.read, dbutil.ScanString, `SELECT id FROM chats ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list chat ids: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list chat ids: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 func (t *tx) StartTurn(ctx context.Context, id string, format *chat.ResponseFormat) error {
@@ -355,10 +254,7 @@ func (t *tx) AddOutputRepair(ctx context.Context, id string) (int, error) {
 	var n int
 	err := t.q.QueryRowContext(ctx, `UPDATE chats SET output_repairs = output_repairs + 1 WHERE id = ?
 		RETURNING output_repairs`, id).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return 0, fmt.Errorf("count an output repair of chat %s: %w", id, err)
 	}
 	return n, nil

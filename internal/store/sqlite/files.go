@@ -12,23 +12,6 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-const fileColumns = `id, owner, name, media_type, size, sha256, created_at, deleted_at`
-
-// scanFile reads one row of fileColumns.
-func scanFile(row interface{ Scan(...any) error }) (store.File, error) {
-	var (
-		f       store.File
-		created int64
-		deleted sql.NullInt64
-	)
-	if err := row.Scan(&f.ID, &f.Owner, &f.Name, &f.MediaType, &f.Size, &f.SHA256, &created, &deleted); err != nil {
-		return store.File{}, err
-	}
-	f.CreatedAt = dbutil.FromMicros(created)
-	f.Deleted = deleted.Valid
-	return f, nil
-}
-
 // PutFile writes the file's row, and its blob a chunk at a time when the
 // owner does not have it yet, in one transaction of the writer: uploads
 // pass one at a time, each counting the bytes the ones before it stored.
@@ -69,7 +52,7 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 			}
 		}
 		// No blob row now means no owner.
-		res, err = q.ExecContext(ctx, `INSERT INTO files (`+fileColumns+`)
+		res, err = q.ExecContext(ctx, `INSERT INTO files (`+dbutil.FileColumns+`)
 			SELECT ?, owner, ?, ?, ?, sha256, ?, NULL FROM file_blobs WHERE owner = ? AND sha256 = ?`,
 			f.ID, f.Name, f.MediaType, f.Size, dbutil.Micros(now), f.Owner, f.SHA256)
 		if err := oneRow(res, err); err != nil {
@@ -89,11 +72,8 @@ func (s *Store) PutFile(ctx context.Context, f *store.File, content io.Reader, m
 }
 
 func (r reader) GetFile(ctx context.Context, owner, id string) (store.File, error) {
-	f, err := scanFile(r.q.QueryRowContext(ctx, `SELECT `+fileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	f, err := dbutil.ScanFile(r.q.QueryRowContext(ctx, `SELECT `+dbutil.FileColumns+` FROM files WHERE id = ? AND owner = ?`, id, owner))
+	if err = notFound(err); err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
 	return f, nil
@@ -112,29 +92,12 @@ func (r reader) ListFiles(ctx context.Context, q store.FileQuery) (store.FilePag
 		args = append(args, dbutil.Micros(at), id)
 	}
 	args = append(args, limit+1)
-	rows, err := r.q.QueryContext(ctx, `SELECT `+fileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
+	files, err := queryAll(ctx, r.q, dbutil.ScanFile, `SELECT `+dbutil.FileColumns+` FROM files WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
 	}
-	defer rows.Close()
-	page := store.FilePage{Files: []store.File{}}
-	for rows.Next() {
-		f, err := scanFile(rows)
-		if err != nil {
-			return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-		}
-		page.Files = append(page.Files, f)
-	}
-	if err := rows.Err(); err != nil {
-		return store.FilePage{}, fmt.Errorf("list files of %s: %w", q.Owner, err)
-	}
-	if len(page.Files) > limit {
-		page.Files = page.Files[:limit]
-		last := page.Files[limit-1]
-		page.NextCursor = dbutil.EncodeCursor(last.CreatedAt, last.ID)
-	}
-	return page, nil
+	return dbutil.FilePage(files, limit), nil
 }
 
 func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
@@ -155,15 +118,7 @@ func (s *Store) DeleteFile(ctx context.Context, owner, id string) error {
 
 func (r reader) FileData(ctx context.Context, owner, id string) (store.File, []byte, error) {
 	f, rc, err := r.OpenFile(ctx, owner, id)
-	if err != nil {
-		return store.File{}, nil, err
-	}
-	defer rc.Close()
-	data, err := dbutil.ReadAllSized(rc, f.Size)
-	if err != nil {
-		return store.File{}, nil, fmt.Errorf("read file %s: %w", id, err)
-	}
-	return f, data, nil
+	return dbutil.ReadFile(f, rc, err)
 }
 
 func (r reader) OpenFile(ctx context.Context, owner, id string) (store.File, io.ReadCloser, error) {

@@ -64,7 +64,7 @@ var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
 		lease_expires_at = ?, version = version + 1, updated_at = ?
 	WHERE id IN (SELECT id FROM ranked WHERE max_running = 0 OR rank <= max_running
 		ORDER BY rank, updated_at, id LIMIT ?)
-	RETURNING ` + chatColumns
+	RETURNING ` + dbutil.ChatColumns
 
 // AcquireChats moves up to a.Max pending chats to running under new leases
 // of a.WorkerID, fairly across owners and within each owner's max_running
@@ -72,11 +72,8 @@ var acquireSQL = `WITH RECURSIVE ownerQueues(owner) AS (
 // counting the same free slots.
 func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat, []store.Lease, error) {
 	workerID, ttl, max := a.WorkerID, a.TTL, a.Max
-	if err := dbutil.CheckAcquire(workerID, ttl, max); err != nil {
+	if err := dbutil.CheckAcquire(a); err != nil {
 		return nil, nil, fmt.Errorf("acquire chats: %w", err)
-	}
-	if a.MaxRunning < 0 {
-		return nil, nil, fmt.Errorf("acquire chats: max running %d is negative", a.MaxRunning)
 	}
 	var chats []chat.Chat
 	err := s.writeOne(ctx, func(q querier) error {
@@ -88,14 +85,8 @@ func (s *Store) AcquireChats(ctx context.Context, a store.Acquire) ([]chat.Chat,
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			c, err := scanChat(rows)
-			if err != nil {
-				return err
-			}
-			chats = append(chats, c)
-		}
-		return rows.Err()
+		chats, err = dbutil.Collect(rows, dbutil.ScanChat)
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("acquire chats for %s: %w", workerID, err)
@@ -138,7 +129,8 @@ func (s *Store) RecoverExpiredLeases(ctx context.Context, count bool) ([]string,
 		if err != nil {
 			return err
 		}
-		ids, err = scanIDs(rows)
+		defer rows.Close()
+		ids, err = dbutil.Collect(rows, dbutil.ScanString)
 		return err
 	})
 	if err != nil {
@@ -162,26 +154,10 @@ func (s *Store) writeOne(ctx context.Context, fn func(q querier) error) error {
 }
 
 func (r reader) ExpiredActions(ctx context.Context, limit int) ([]store.Expired, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT id, action_deadline FROM chats
+	out, err := queryAll(ctx, r.q, dbutil.ScanExpired, `SELECT id, action_deadline FROM chats
 		WHERE status = 'requires_action' AND action_deadline <= ?
 		ORDER BY action_deadline, id LIMIT ?`, dbutil.Micros(dbutil.Now()), dbutil.PageLimit(limit))
 	if err != nil {
-		return nil, fmt.Errorf("expired actions: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Expired
-	for rows.Next() {
-		var (
-			e  store.Expired
-			us int64
-		)
-		if err := rows.Scan(&e.ChatID, &us); err != nil {
-			return nil, fmt.Errorf("expired actions: %w", err)
-		}
-		e.Deadline = dbutil.FromMicros(us)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("expired actions: %w", err)
 	}
 	return out, nil
@@ -204,20 +180,6 @@ func (t *tx) Fence(ctx context.Context, l store.Lease) error {
 		return fmt.Errorf("fence chat %s: %w", l.ChatID, err)
 	}
 	return nil
-}
-
-// scanIDs reads and closes rows of one text column.
-func scanIDs(rows *sql.Rows) ([]string, error) {
-	defer rows.Close()
-	ids := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // ReserveMessageIDs advances the messages table's AUTOINCREMENT counter by n

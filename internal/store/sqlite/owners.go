@@ -2,30 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
-
-const tokenColumns = `id, owner, name, hash, created_at, revoked_at`
-
-// scanToken reads one row of tokenColumns.
-func scanToken(row interface{ Scan(...any) error }) (store.Token, error) {
-	var (
-		t       store.Token
-		created int64
-		revoked sql.NullInt64
-	)
-	if err := row.Scan(&t.ID, &t.Owner, &t.Name, &t.Hash, &created, &revoked); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = dbutil.FromMicros(created)
-	t.RevokedAt = nullTime(revoked)
-	return t, nil
-}
 
 func (r reader) CountOwners(ctx context.Context) (int, error) {
 	var n int
@@ -36,32 +18,17 @@ func (r reader) CountOwners(ctx context.Context) (int, error) {
 }
 
 func (r reader) GetToken(ctx context.Context, id string) (store.Token, error) {
-	t, err := scanToken(r.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, store.ErrNotFound)
-	}
+	t, err := dbutil.ScanToken(r.q.QueryRowContext(ctx, `SELECT `+dbutil.TokenColumns+` FROM api_tokens WHERE id = ?`, id))
 	if err != nil {
-		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, notFound(err))
 	}
 	return t, nil
 }
 
 func (r reader) ListTokens(ctx context.Context, owner string) ([]store.Token, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens
+	toks, err := queryAll(ctx, r.q, dbutil.ScanToken, `SELECT `+dbutil.TokenColumns+` FROM api_tokens
 		WHERE ? = '' OR owner = ? ORDER BY created_at, id`, owner, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list tokens: %w", err)
-	}
-	defer rows.Close()
-	toks := []store.Token{}
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tokens: %w", err)
-		}
-		toks = append(toks, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return toks, nil
@@ -88,7 +55,7 @@ func (t *tx) InsertToken(ctx context.Context, tok *store.Token) error {
 		return errors.New("insert token: id and hash are required")
 	}
 	now := dbutil.Now()
-	res, err := t.q.ExecContext(ctx, `INSERT INTO api_tokens (`+tokenColumns+`)
+	res, err := t.q.ExecContext(ctx, `INSERT INTO api_tokens (`+dbutil.TokenColumns+`)
 		SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM owners WHERE name = ?)
 		ON CONFLICT (id) DO NOTHING`,
 		tok.ID, tok.Owner, tok.Name, tok.Hash, dbutil.Micros(now), nullMicros(tok.RevokedAt), tok.Owner)
@@ -119,10 +86,7 @@ func (t *tx) RevokeToken(ctx context.Context, id string) error {
 func (t *tx) LockOwner(ctx context.Context, owner string) error {
 	var one int
 	err := t.q.QueryRowContext(ctx, `SELECT 1 FROM owners WHERE name = ?`, owner).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return fmt.Errorf("lock owner %s: %w", owner, err)
 	}
 	return nil

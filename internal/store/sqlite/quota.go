@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -34,10 +32,7 @@ func (r reader) OwnerQuotas(ctx context.Context, owner string) (quota.Overrides,
 	var b []byte
 	err := r.q.QueryRowContext(ctx, `SELECT q.overrides FROM owners o
 		LEFT JOIN owner_quotas q ON q.owner = o.name WHERE o.name = ?`, owner).Scan(&b)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return quota.Overrides{}, fmt.Errorf("quotas of owner %s: %w", owner, err)
 	}
 	o, err := dbutil.DecodeOverrides(b)
@@ -69,7 +64,7 @@ func (r reader) CountChats(ctx context.Context, owner string) (int, error) {
 // OwnerStats reads the queues from the partial indexes of pending and
 // running chats and the usage from the ledger's days.
 func (r reader) OwnerStats(ctx context.Context, since time.Time) ([]store.OwnerStat, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT owner, sum(pending), sum(running),
+	stats, err := queryAll(ctx, r.q, dbutil.ScanOwnerStat, `SELECT owner, sum(pending), sum(running),
 		sum(input_tokens), sum(output_tokens), sum(cost_micros)
 		FROM (
 			SELECT owner, 1 AS pending, 0 AS running, 0 AS input_tokens, 0 AS output_tokens, 0 AS cost_micros
@@ -80,18 +75,6 @@ func (r reader) OwnerStats(ctx context.Context, since time.Time) ([]store.OwnerS
 			SELECT owner, 0, 0, input_tokens, output_tokens, cost_micros FROM owner_usage WHERE day >= ?
 		) GROUP BY owner ORDER BY owner`, dbutil.Day(since))
 	if err != nil {
-		return nil, fmt.Errorf("owner stats: %w", err)
-	}
-	defer rows.Close()
-	var stats []store.OwnerStat
-	for rows.Next() {
-		var s store.OwnerStat
-		if err := rows.Scan(&s.Owner, &s.Pending, &s.Running, &s.Usage.InputTokens, &s.Usage.OutputTokens, &s.Usage.CostMicros); err != nil {
-			return nil, fmt.Errorf("owner stats: %w", err)
-		}
-		stats = append(stats, s)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("owner stats: %w", err)
 	}
 	return stats, nil

@@ -14,54 +14,9 @@ import (
 	"github.com/parleyhq/parley/internal/store/internal/dbutil"
 )
 
-// endpointColumns are the columns scanEndpoint reads, in its order.
+// endpointColumns are the columns dbutil.ScanEndpoint reads, in its order.
 const endpointColumns = `id, owner, url, events, description, secret, previous_secret,
 	previous_secret_until, disabled, disabled_reason, failure_streak, created_at, updated_at`
-
-func scanEndpoint(row interface{ Scan(...any) error }) (store.WebhookEndpoint, error) {
-	var (
-		e                store.WebhookEndpoint
-		events           []byte
-		until            sql.NullInt64
-		created, updated int64
-	)
-	err := row.Scan(&e.ID, &e.Owner, &e.URL, &events, &e.Description, &e.Secret, &e.PreviousSecret,
-		&until, &e.Disabled, &e.DisabledReason, &e.FailureStreak, &created, &updated)
-	if err != nil {
-		return e, err
-	}
-	if err := json.Unmarshal(events, &e.Events); err != nil {
-		return e, fmt.Errorf("decode events of endpoint %s: %w", e.ID, err)
-	}
-	e.PreviousSecretUntil = nullTime(until)
-	e.CreatedAt, e.UpdatedAt = dbutil.FromMicros(created), dbutil.FromMicros(updated)
-	return e, nil
-}
-
-// deliveryColumns are the columns scanDelivery reads (d: the delivery, e:
-// its event).
-const deliveryColumns = `d.id, d.event_id, d.endpoint_id, e.type, e.chat_id, d.status, d.attempts,
-	d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.delivered_at`
-
-func scanDelivery(row interface{ Scan(...any) error }, more ...any) (store.WebhookDelivery, error) {
-	var (
-		d         store.WebhookDelivery
-		next      int64
-		created   int64
-		delivered sql.NullInt64
-	)
-	dest := append([]any{&d.ID, &d.EventID, &d.EndpointID, &d.EventType, &d.ChatID, &d.Status, &d.Attempts,
-		&next, &d.LastStatusCode, &d.LastError, &created, &delivered}, more...)
-	if err := row.Scan(dest...); err != nil {
-		return d, err
-	}
-	if d.Status == store.DeliveryPending {
-		t := dbutil.FromMicros(next)
-		d.NextAttemptAt = &t
-	}
-	d.CreatedAt, d.DeliveredAt = dbutil.FromMicros(created), nullTime(delivered)
-	return d, nil
-}
 
 func (s *Store) CreateWebhook(ctx context.Context, e *store.WebhookEndpoint, max int) error {
 	events, err := json.Marshal(e.Events)
@@ -97,33 +52,18 @@ func (s *Store) GetWebhook(ctx context.Context, owner, id string) (store.Webhook
 }
 
 func getEndpoint(ctx context.Context, q querier, owner, id string) (store.WebhookEndpoint, error) {
-	e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	e, err := dbutil.ScanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE id = ? AND owner = ?`, id, owner))
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err = notFound(err); err != nil {
 		return e, fmt.Errorf("webhook %s: %w", id, err)
 	}
 	return e, nil
 }
 
 func (s *Store) ListWebhooks(ctx context.Context, owner string) ([]store.WebhookEndpoint, error) {
-	rows, err := s.reader.q.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	out, err := queryAll(ctx, s.reader.q, dbutil.ScanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE owner = ? ORDER BY created_at, id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("list webhooks: %w", err)
-	}
-	defer rows.Close()
-	out := []store.WebhookEndpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list webhooks: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	return out, nil
@@ -182,14 +122,11 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, owner, id, secret strin
 	now := dbutil.Now()
 	err := s.writeOne(ctx, func(q querier) error {
 		var err error
-		e, err = scanEndpoint(q.QueryRowContext(ctx, `UPDATE webhook_endpoints
+		e, err = dbutil.ScanEndpoint(q.QueryRowContext(ctx, `UPDATE webhook_endpoints
 			SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?
 			WHERE id = ? AND owner = ? RETURNING `+endpointColumns,
 			dbutil.Micros(now.Add(overlap)), secret, dbutil.Micros(now), id, owner))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		return err
+		return notFound(err)
 	})
 	if err != nil {
 		return e, fmt.Errorf("rotate secret of webhook %s: %w", id, err)
@@ -206,29 +143,13 @@ func (s *Store) ListDeliveries(ctx context.Context, owner, endpointID, cursor st
 		return store.DeliveryPage{}, err
 	}
 	limit = dbutil.PageLimit(limit)
-	rows, err := s.reader.q.QueryContext(ctx, `SELECT `+deliveryColumns+`
+	ds, err := queryAll(ctx, s.reader.q, dbutil.ScanDelivery, `SELECT `+dbutil.DeliveryColumns+`
 		FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
 		WHERE d.endpoint_id = ? AND d.id < ? ORDER BY d.id DESC LIMIT ?`, endpointID, before, limit+1)
 	if err != nil {
 		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
 	}
-	defer rows.Close()
-	page := store.DeliveryPage{Deliveries: []store.WebhookDelivery{}}
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
-		}
-		page.Deliveries = append(page.Deliveries, d)
-	}
-	if err := rows.Err(); err != nil {
-		return store.DeliveryPage{}, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
-	}
-	if len(page.Deliveries) > limit {
-		page.Deliveries = page.Deliveries[:limit]
-		page.NextCursor = dbutil.DeliveryCursor(page.Deliveries[limit-1].ID)
-	}
-	return page, nil
+	return dbutil.DeliveryPage(ds, limit), nil
 }
 
 func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliveryID int64) (store.WebhookDelivery, error) {
@@ -241,13 +162,10 @@ func (s *Store) Redeliver(ctx context.Context, owner, endpointID string, deliver
 			JOIN webhook_endpoints p ON p.id = d.endpoint_id
 			WHERE d.id = ? AND d.endpoint_id = ? AND p.owner = ? RETURNING id`,
 			now, now, deliveryID, endpointID, owner).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
-		d, err = scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+		d, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+dbutil.DeliveryColumns+`
 			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id))
 		return err
 	})
@@ -263,11 +181,8 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	err := s.writeOne(ctx, func(q querier) error {
 		var one int
 		err := q.QueryRowContext(ctx, `SELECT 1 FROM webhook_endpoints WHERE id = ? AND owner = ?`, endpointID, owner).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
 		if err != nil {
-			return err
+			return notFound(err)
 		}
 		res, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, next_attempt_at, created_at)
 			SELECT d.event_id, d.endpoint_id, ?, ? FROM webhook_deliveries d
@@ -286,50 +201,13 @@ func (s *Store) RedeliverFailed(ctx context.Context, owner, endpointID string, s
 	return int(n), nil
 }
 
-// eventColumns are the columns scanEvent reads (e: the event).
-const eventColumns = `e.id, e.owner, e.chat_id, e.type, e.title, e.status, e.labels, e.last_error,
-	e.usage_input_tokens, e.usage_output_tokens, e.usage_cost_micros, e.action_deadline,
-	e.through_message_id, e.body, e.created_at`
-
-func scanEvent(row interface{ Scan(...any) error }, more ...any) (store.WebhookEvent, error) {
-	var (
-		ev              store.WebhookEvent
-		labels, lastErr []byte
-		deadline        sql.NullInt64
-		created         int64
-	)
-	c := &ev.Chat
-	dest := append([]any{&ev.ID, &ev.Owner, &ev.ChatID, &ev.Type, &c.Title, &c.Status, &labels, &lastErr,
-		&c.Usage.InputTokens, &c.Usage.OutputTokens, &c.Usage.CostMicros, &deadline,
-		&ev.ThroughMessageID, &ev.Body, &created}, more...)
-	if err := row.Scan(dest...); err != nil {
-		return ev, err
-	}
-	if err := dbutil.DecodeChat(c, []byte("[]"), labels, lastErr); err != nil {
-		return ev, fmt.Errorf("decode event %s: %w", ev.ID, err)
-	}
-	c.ID, c.Owner = ev.ChatID, ev.Owner
-	c.ActionDeadline = nullTime(deadline)
-	ev.CreatedAt = dbutil.FromMicros(created)
-	return ev, nil
-}
-
 func (s *Store) WebhookEvents(ctx context.Context, owner string) ([]store.WebhookEvent, error) {
-	rows, err := s.reader.q.QueryContext(ctx, `SELECT `+eventColumns+` FROM webhook_events e
+	out, err := queryAll(ctx, s.reader.q, dbutil.ScanEvent, `SELECT `+dbutil.EventColumns+` FROM webhook_events e
 		WHERE e.owner = ? ORDER BY e.seq`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
 	}
-	defer rows.Close()
-	out := []store.WebhookEvent{}
-	for rows.Next() {
-		ev, err := scanEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("webhook events of %s: %w", owner, err)
-		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.DeliveryBatch, error) {
@@ -365,17 +243,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c store.Claim) ([]store.Del
 		if err != nil {
 			return err
 		}
-		var endpoints []store.WebhookEndpoint
-		for rows.Next() {
-			e, err := scanEndpoint(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			endpoints = append(endpoints, e)
-		}
+		endpoints, err := dbutil.Collect(rows, dbutil.ScanEndpoint)
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return err
 		}
 		for _, e := range endpoints {
@@ -404,27 +274,19 @@ func claimBatch(ctx context.Context, q querier, e store.WebhookEndpoint, c store
 	if err != nil {
 		return batch, err
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return batch, err
-		}
-		ids = append(ids, id)
-	}
+	ids, err := dbutil.Collect(rows, dbutil.ScanInt64)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return batch, err
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
 		var cd store.ClaimedDelivery
-		if cd.Delivery, err = scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+		if cd.Delivery, err = dbutil.ScanDelivery(q.QueryRowContext(ctx, `SELECT `+dbutil.DeliveryColumns+`
 			FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.id = ?`, id)); err != nil {
 			return batch, fmt.Errorf("read delivery %d: %w", id, err)
 		}
-		if cd.Event, err = scanEvent(q.QueryRowContext(ctx, `SELECT `+eventColumns+`
+		if cd.Event, err = dbutil.ScanEvent(q.QueryRowContext(ctx, `SELECT `+dbutil.EventColumns+`
 			FROM webhook_events e WHERE e.id = ?`, cd.Delivery.EventID)); err != nil {
 			return batch, fmt.Errorf("read event of delivery %d: %w", id, err)
 		}
@@ -463,7 +325,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, o store.BatchOutcome) erro
 	}
 	now := dbutil.Now()
 	err = s.writeOne(ctx, func(q querier) error {
-		e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		e, err := dbutil.ScanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 			WHERE id = ? AND claimed_by = ?`, o.EndpointID, o.ClaimID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrLeaseLost
@@ -523,15 +385,11 @@ func (s *Store) OldestDueDelivery(ctx context.Context) (time.Time, bool, error) 
 }
 
 func (s *Store) TurnThrough(ctx context.Context, chatID string, through int64) ([]chat.Message, error) {
-	rows, err := s.reader.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+	msgs, err := queryAll(ctx, s.reader.q, dbutil.ScanMessage, `SELECT `+dbutil.MessageColumns+` FROM messages
 		WHERE chat_id = ?1 AND superseded = 0 AND id <= ?2 AND id >= coalesce((SELECT id FROM messages
 			WHERE chat_id = ?1 AND role = 'assistant' AND superseded = 0 AND id <= ?2 ORDER BY id DESC LIMIT 1), 0)
 		ORDER BY id LIMIT ?3`, chatID, through, store.MaxPageSize)
 	if err != nil {
-		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
-	}
-	msgs := []chat.Message{}
-	if err := scanMessages(rows, func(m chat.Message) { msgs = append(msgs, m) }); err != nil {
 		return nil, fmt.Errorf("turn of chat %s through %d: %w", chatID, through, err)
 	}
 	return msgs, nil

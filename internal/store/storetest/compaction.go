@@ -10,7 +10,7 @@ import (
 )
 
 // The tests of compactions (SinceCompaction) and of superseded messages
-// (SupersedeAfter, ReplaceParts, ListEveryMessage, and the reads that leave
+// (SupersedeAfter, ListEveryMessage, and the reads that leave
 // superseded messages out), registered in messageTests.
 
 // compactionMessage is a compaction of chatID that summarises its messages
@@ -56,10 +56,12 @@ func listEvery(t *testing.T, s store.Reader, chatID string, after int64, limit i
 }
 
 // superseded returns copies of msgs marked superseded.
-func superseded(msgs ...chat.Message) []chat.Message {
+func superseded(parent int64, msgs ...chat.Message) []chat.Message {
 	out := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		m.Superseded = true
+		m.ParentID = ptr(parent)
+		parent = m.ID
 		out[i] = m
 	}
 	return out
@@ -144,8 +146,7 @@ func testSinceCompactionLimit(t *testing.T, open opener) {
 }
 
 // testCompactionReplaced: a message is a compaction by its parts (one
-// compaction part and nothing else), as InsertMessage and ReplaceParts
-// leave them.
+// compaction part and nothing else).
 func testCompactionReplaced(t *testing.T, open opener) {
 	s := open(t)
 	addOwner(t, s, "alice")
@@ -158,15 +159,6 @@ func testCompactionReplaced(t *testing.T, open opener) {
 	notOne = appendMessage(t, s, notOne)
 	wantEqual(t, "with a compaction part among others", sinceCompaction(t, s, []string{c.ID}, 10)[c.ID], []chat.Message{m1, m2, notOne})
 
-	replace := func(m *chat.Message, parts []chat.Part) {
-		t.Helper()
-		inTx(t, s, func(tx store.Tx) error { return tx.ReplaceParts(t.Context(), c.ID, m.ID, parts) })
-		m.Parts = parts
-	}
-	replace(&notOne, compactionMessage(c.ID, m1.ID).Parts)
-	wantEqual(t, "replaced by a compaction", sinceCompaction(t, s, []string{c.ID}, 10)[c.ID], []chat.Message{m2, notOne})
-	replace(&notOne, []chat.Part{chat.TextPart("no compaction any more")})
-	wantEqual(t, "a compaction replaced by text", sinceCompaction(t, s, []string{c.ID}, 10)[c.ID], []chat.Message{m1, m2, notOne})
 }
 
 // testListEveryMessage: ListMessages leaves superseded messages out, its
@@ -182,7 +174,7 @@ func testListEveryMessage(t *testing.T, open opener) {
 	}
 	supersedeAfter(t, s, c.ID, m[1].ID)
 	m = append(m, appendMessage(t, s, textMessage(c.ID, "m5")), appendMessage(t, s, textMessage(c.ID, "m6")))
-	old := superseded(m[2:5]...)
+	old := superseded(m[1].ID, m[2:5]...)
 
 	wantEqual(t, "ListMessages", listMessages(t, s, c.ID, 0, 0), []chat.Message{m[0], m[1], m[5], m[6]})
 	wantEqual(t, "ListMessages, first page", listMessages(t, s, c.ID, 0, 2), []chat.Message{m[0], m[1]})
@@ -208,63 +200,6 @@ func testListEveryMessage(t *testing.T, open opener) {
 	if err := json.Unmarshal(b, &fields); err != nil || string(fields["superseded"]) != "true" {
 		t.Fatalf("a superseded message in JSON: %s (%v), want \"superseded\": true", b, err)
 	}
-}
-
-// testReplaceParts: ReplaceParts replaces the parts of a message that is
-// not superseded, keeping the rest of it; another chat's message, a
-// superseded one or none at all is ErrNotFound, changes nothing, and leaves
-// the transaction usable.
-func testReplaceParts(t *testing.T, open opener) {
-	s := open(t)
-	addOwner(t, s, "alice")
-	c, other := addChat(t, s, chat.Chat{}), addChat(t, s, chat.Chat{})
-	u1 := appendMessage(t, s, textMessage(c.ID, "first question"))
-	a1 := appendMessage(t, s, chat.Message{ChatID: c.ID, Role: chat.RoleAssistant, Usage: &chat.Usage{InputTokens: 3},
-		Parts: []chat.Part{chat.TextPart("an answer")}})
-	u2 := appendMessage(t, s, textMessage(c.ID, "second question"))
-	o1 := appendMessage(t, s, textMessage(other.ID, "elsewhere"))
-
-	edited := []chat.Part{chat.TextPart("first question, edited " + nonASCII),
-		{Type: chat.PartToolCall, ToolCallID: "c1", ToolName: "x", Args: json.RawMessage(`{"z":1,"a":[2]}`)}}
-	inTx(t, s, func(tx store.Tx) error { return tx.ReplaceParts(t.Context(), c.ID, u1.ID, edited) })
-	want := u1
-	want.Parts = edited
-	wantEqual(t, "after ReplaceParts", listMessages(t, s, c.ID, 0, 0), []chat.Message{want, a1, u2})
-	wantEqual(t, "the other chat", listMessages(t, s, other.ID, 0, 0), []chat.Message{o1})
-
-	supersedeAfter(t, s, c.ID, u1.ID)
-	before := listEvery(t, s, c.ID, 0, 0)
-	parts := []chat.Part{chat.TextPart("never stored")}
-	for _, tc := range []struct {
-		what   string
-		chatID string
-		id     int64
-	}{
-		{"a superseded message", c.ID, a1.ID},
-		{"another chat's message", c.ID, o1.ID},
-		{"a message under another chat's id", other.ID, u1.ID},
-		{"an unknown message", c.ID, o1.ID + 1000},
-		{"an unknown chat", "missing", u1.ID},
-	} {
-		inTx(t, s, func(tx store.Tx) error {
-			wantErr(t, "ReplaceParts of "+tc.what, tx.ReplaceParts(t.Context(), tc.chatID, tc.id, parts), store.ErrNotFound)
-			// The transaction goes on.
-			_, err := tx.GetChat(t.Context(), c.ID)
-			return err
-		})
-	}
-	wantEqual(t, "after the refused replacements", listEvery(t, s, c.ID, 0, 0), before)
-	wantEqual(t, "the other chat after them", listMessages(t, s, other.ID, 0, 0), []chat.Message{o1})
-
-	// A replacement in a transaction that fails is undone.
-	err := txErr(t, s, func(tx store.Tx) error {
-		if err := tx.ReplaceParts(t.Context(), c.ID, u1.ID, parts); err != nil {
-			return err
-		}
-		return errBoom
-	})
-	wantErr(t, "a failed transaction", err, errBoom)
-	wantEqual(t, "after a failed transaction", listEvery(t, s, c.ID, 0, 0), before)
 }
 
 // testSupersedeAfter: SupersedeAfter marks the chat's messages after an id
@@ -298,7 +233,7 @@ func testSupersedeAfter(t *testing.T, open opener) {
 	if n := supersedeAfter(t, s, c.ID, m[1].ID); n != 2 {
 		t.Fatalf("superseded %d messages after the second, want 2", n)
 	}
-	want := append([]chat.Message{m[0], m[1]}, superseded(m[2], m[3])...)
+	want := append([]chat.Message{m[0], m[1]}, superseded(m[1].ID, m[2], m[3])...)
 	wantEqual(t, "after SupersedeAfter", listEvery(t, s, c.ID, 0, 0), want)
 	wantEqual(t, "the other chat", listEvery(t, s, other.ID, 0, 0), []chat.Message{o1})
 	for _, tc := range []struct {
@@ -317,7 +252,7 @@ func testSupersedeAfter(t *testing.T, open opener) {
 	if n := supersedeAfter(t, s, c.ID, 0); n != 2 {
 		t.Fatalf("superseded %d messages after 0, want the 2 left", n)
 	}
-	wantEqual(t, "after superseding all", listEvery(t, s, c.ID, 0, 0), superseded(m...))
+	wantEqual(t, "after superseding all", listEvery(t, s, c.ID, 0, 0), superseded(0, m...))
 	wantEqual(t, "the other chat at the end", listMessages(t, s, other.ID, 0, 0), []chat.Message{o1})
 }
 

@@ -23,7 +23,7 @@ var messageTests = map[string]func(*testing.T, opener){
 	"SinceCompactionLimit":    testSinceCompactionLimit,
 	"CompactionReplaced":      testCompactionReplaced,
 	"ListEveryMessage":        testListEveryMessage,
-	"ReplaceParts":            testReplaceParts,
+	"MessageVersions":         testMessageVersions,
 	"SupersedeAfter":          testSupersedeAfter,
 	"LastTurnSkipsSuperseded": testLastTurnSkipsSuperseded,
 }

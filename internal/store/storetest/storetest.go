@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Webhooks", webhookTests},
 		{"Files", fileTests},
 		{"AppChats", appChatTests},
+		{"Agents", agentTests},
 		{"OutputFormat", formatTests},
 	}
 	for _, g := range groups {

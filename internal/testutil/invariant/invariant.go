@@ -1,12 +1,15 @@
 // Package invariant checks, after a test that ran chats, the invariant every
 // chat's history keeps (chat.CheckHistory): each tool call has exactly one
 // result, right after its assistant message and in call order, and only the
-// calls a requires_action chat waits for may be open. The test helpers that
-// open stores (sqlitetest, pgtest) run it when the test ends.
+// calls a requires_action chat waits for may be open; and every superseded
+// message names the message it followed (its versions stay reachable). The
+// test helpers that open stores (sqlitetest, pgtest) run it when the test
+// ends.
 package invariant
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +60,40 @@ func Check(t testing.TB, st Store) {
 		if err := chat.CheckHistory(c.Status, msgs, MayWait(c, msgs)); err != nil {
 			t.Errorf("invariant broken in chat %s (%s):\n%v", id, c.Status, err)
 		}
+		if err := checkVersions(ctx, st, id); err != nil {
+			t.Errorf("invariant broken in chat %s: %v", id, err)
+		}
+	}
+}
+
+// checkVersions checks what a chat keeps of its versions: every
+// superseded message names the message it followed (an earlier message of
+// the chat, not a compaction, or 0), and no message of the history does.
+func checkVersions(ctx context.Context, st Store, id string) error {
+	seen := map[int64]chat.Message{}
+	for after := int64(0); ; {
+		page, err := st.ListEveryMessage(ctx, id, after, store.MaxPageSize)
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			switch {
+			case !m.Superseded && m.ParentID != nil:
+				return fmt.Errorf("message %d of the history names a parent (%d)", m.ID, *m.ParentID)
+			case m.Superseded && m.ParentID == nil:
+				return fmt.Errorf("superseded message %d names no parent", m.ID)
+			case m.Superseded && *m.ParentID != 0:
+				p, ok := seen[*m.ParentID]
+				if !ok || chat.IsCompaction(p) {
+					return fmt.Errorf("superseded message %d follows %d, not an earlier message of the chat", m.ID, *m.ParentID)
+				}
+			}
+			seen[m.ID] = m
+		}
+		if len(page) < store.MaxPageSize {
+			return nil
+		}
+		after = page[len(page)-1].ID
 	}
 }
 

@@ -1,13 +1,10 @@
 package browsertest
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,28 +14,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/internal/testutil/imagetest"
 )
 
 // filesModels adds two offline models to the browser tests' server: echo,
 // which answers with what it got ("[image photo.png, 123 bytes]"), and
 // textonly, which takes no images.
 const filesModels = "  - name: echo\n    provider: echo\n  - name: textonly\n    provider: echo\n    inputs: [text]\n"
-
-// testPNG is a small PNG image of one colour.
-func testPNG(t *testing.T, c color.Color) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 24, 16))
-	for x := range 24 {
-		for y := range 16 {
-			img.Set(x, y, c)
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // chooseFiles sets the files of the file input sel, as the file chooser
 // does when a person picks them.
@@ -99,7 +81,7 @@ func TestBrowserAttachFiles(t *testing.T) {
 	photo := filepath.Join(dir, "photo.png")
 	archive := filepath.Join(dir, "archive.zip")
 	for path, data := range map[string][]byte{
-		photo:   testPNG(t, color.RGBA{200, 40, 40, 255}),
+		photo:   imagetest.PNG(t, color.RGBA{200, 40, 40, 255}),
 		archive: []byte("PK\x03\x04\x14\x00\x00\x00\x08\x00not really a zip but it starts like one"),
 	} {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -112,7 +94,7 @@ func TestBrowserAttachFiles(t *testing.T) {
 	chip := `#attachments li.attachment`
 	b.chooseFiles("#attach-input", photo)
 	b.waitCount("the chosen image's chip is uploaded", chip+`[data-state="ready"][data-name="photo.png"] img.attachment-thumb[alt="photo.png"]`, 1)
-	b.pasteFile("#composer-input", "pasted.png", "image/png", testPNG(t, color.RGBA{40, 40, 200, 255}))
+	b.pasteFile("#composer-input", "pasted.png", "image/png", imagetest.PNG(t, color.RGBA{40, 40, 200, 255}))
 	b.waitCount("the pasted image's chip is uploaded", chip+`[data-state="ready"][data-name="pasted.png"] img[alt="pasted.png"]`, 1)
 	if v := eval[string](b, `document.querySelector("#composer-input").value`); v != "" {
 		t.Errorf("the pasted image went into the text too: %q", v)
@@ -190,7 +172,7 @@ func TestBrowserAttachFiles(t *testing.T) {
 	b.waitCount("the dialog lists the models", `#new-model option[value="echo"]`, 1)
 	b.do("choose the echo model", chromedp.SetValue(chromedp.CSS("#new-model"), "echo"))
 	b.replaceValue("#new-message", "And this one?")
-	b.pasteFile("#new-message", "green.png", "image/png", testPNG(t, color.RGBA{40, 160, 40, 255}))
+	b.pasteFile("#new-message", "green.png", "image/png", imagetest.PNG(t, color.RGBA{40, 160, 40, 255}))
 	b.waitCount("the pasted image's chip in the dialog is uploaded", `#new-attachments li.attachment[data-state="ready"][data-name="green.png"]`, 1)
 	b.click("#new-create")
 	b.waitText("the new chat's answer names the image", `#messages li.msg[data-role="assistant"] .msg-text`, `t.includes("[image green.png,")`)

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,10 +38,13 @@ func sentContains(r modelRequest, s string) bool {
 // (the old answer goes while the model is held, the new one arrives),
 // regenerates the answer, sees an edit by another client (the stream's
 // history event), and forks a new chat from the answer, which opens with
-// the copied messages and says it is a fork of the original. Edit and
-// Regenerate are offered only while the chat is idle. Every answer they
-// replaced stays readable, folded under the question, also after a
-// reload; an edit that replaces later turns asks first.
+// the copied messages and says it is a fork of the original, with a link
+// that opens it. Edit and Regenerate are offered only while the chat is
+// idle. The edited question and the regenerated answer carry "‹ k/n ›":
+// paging back shows the earlier version read-only, with what followed it,
+// in place of the history, also after a reload, and inside an earlier
+// version the answer Regenerate wrote again pages too; an edit that
+// replaces later turns asks first, saying how many.
 func TestBrowserEditRegenerateFork(t *testing.T) {
 	t.Parallel()
 	u := startUI(t)
@@ -73,7 +77,11 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	if n := b.count(userMsg); n != 1 {
 		t.Errorf("%d user messages shown after the edit, want 1", n)
 	}
-	b.waitVersions("the replaced answer is an earlier version", "The first answer.")
+	b.waitNav("the edited question has two versions", userMsg, "2/2")
+	if n := b.count(assistantMsg + " .versions-nav"); n != 0 {
+		t.Errorf("the answer to the edited question shows %d version navigations, want none", n)
+	}
+	b.pageBack("the earlier question, with its answer", userMsg, "1/2", "What is two plus two?", "The first answer.")
 	reqs := modelRequests(t, u.fake)
 	if len(reqs) != 2 || !sentContains(reqs[1], "three plus three") || sentContains(reqs[1], "two plus two") || sentContains(reqs[1], "The first answer.") {
 		t.Fatalf("the model was not asked the edited question alone: %+v", reqs)
@@ -91,12 +99,15 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	if n := b.count(assistantMsg); n != 1 {
 		t.Errorf("%d answers shown after regenerating, want 1", n)
 	}
-	b.waitVersions("the regenerated answer is an earlier version", "The first answer.", "The second answer.")
+	b.waitNav("the regenerated answer has two versions", assistantMsg+".last-answer", "2/2")
+	b.pageBack("the earlier answer", assistantMsg+".last-answer", "1/2", "The second answer.")
 	// The versions are read back from the server after a reload.
 	b.do("reload", chromedp.Reload())
 	b.visible(fmt.Sprintf(`main#chat[data-chat-id="%s"]`, id))
 	b.waitJS("the answer shows again", answerShown("The third answer."), `document.querySelector("#messages").textContent`)
-	b.waitVersions("the earlier versions survive a reload", "The first answer.", "The second answer.")
+	b.waitNav("the question's versions after a reload", userMsg, "2/2")
+	b.waitNav("the answer's versions after a reload", assistantMsg+".last-answer", "2/2")
+	b.pageBack("the earlier question after a reload", userMsg, "1/2", "What is two plus two?", "The first answer.")
 	// A history event is sent only live: the edit below waits for the stream.
 	b.waitConnected()
 	reqs = modelRequests(t, u.fake)
@@ -118,6 +129,7 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	close(gate)
 	b.waitJS("the answer to it arrives", answerShown("The fourth answer."), `document.querySelector("#messages").textContent`)
 	b.waitStatus("waiting")
+	b.waitNav("the question another client edited", userMsg, "3/3")
 
 	// Fork from the answer: a new chat opens with both messages.
 	b.click(assistantMsg + ".last-answer button.msg-fork")
@@ -164,30 +176,81 @@ func TestBrowserEditRegenerateFork(t *testing.T) {
 	b.click(first + " button.msg-edit-save")
 	b.waitJS("the confirmed edit is answered", answerShown("The sixth answer."), `document.querySelector("#messages").textContent`)
 	b.waitStatus("waiting")
-	b.waitVersions("the replaced turns are an earlier version", "The fourth answer.And five plus five?The fifth answer.")
+	b.waitNav("the fork's edited question", first, "2/2")
+	b.pageBack("the replaced turns", first, "1/2", "What is four plus four?", "The fourth answer.", "And five plus five?", "The fifth answer.")
+
+	// The fork's link opens the original.
+	b.click("#chat-fork-link")
+	b.waitJS("the link opens the original", fmt.Sprintf(`location.hash === %s && document.querySelector("main#chat").dataset.chatId === %s`, jsString("#/chats/"+id), jsString(id)), `location.hash`)
+	b.waitText("the original's title", "#chat-title", `t === "edits"`)
+	b.waitNav("the original's question", userMsg, "3/3")
+	if b.visibleCount("#chat-fork") != 0 {
+		t.Errorf("the original says it is a fork")
+	}
+	// Inside an earlier version, the answer Regenerate wrote again pages
+	// too, and the question pages on to its next version.
+	b.click(userMsg + " .version-prev")
+	b.waitNav("the second question", branchSel+" li.msg", "2/3")
+	b.waitBranch("the second question, with its last answer", "What is three plus three?", "The third answer.")
+	const oldAnswer = branchSel + ` li.msg.old[data-old-role="assistant"]`
+	b.waitNav("the answers to the second question", oldAnswer, "2/2")
+	b.click(oldAnswer + " .version-prev")
+	b.waitBranch("the second question, with its first answer", "What is three plus three?", "The second answer.")
+	b.waitNav("the first answer to the second question", oldAnswer, "1/2")
+	b.click(branchSel + " li.msg .version-prev")
+	b.waitBranch("the first question", "What is two plus two?", "The first answer.")
+	b.click(branchSel + " li.msg .version-next")
+	b.click(branchSel + " li.msg .version-next")
+	b.waitGone("back to the history", branchSel)
+	b.waitText("the question in the history", userMsg+" .msg-text", `t === "What is four plus four?"`)
 }
 
-// waitVersions waits until the open chat shows one group of earlier
-// versions, unfolds it, and checks each version's text contains the
-// corresponding want, in order.
-func (b *browser) waitVersions(what string, want ...string) {
+// branchSel is the earlier version shown in place of the history.
+const branchSel = `#messages li.msg-branch`
+
+// waitNav waits until the message sel shows the version navigation
+// reading want ("2/3").
+func (b *browser) waitNav(what, sel, want string) {
 	b.t.Helper()
-	const sel = `#messages li.msg-versions`
-	b.waitJS(what, fmt.Sprintf(`document.querySelectorAll(%s).length === 1 && document.querySelector(%s).dataset.versions === "%d"`, jsString(sel), jsString(sel), len(want)),
-		fmt.Sprintf(`[...document.querySelectorAll(%s)].map((e) => e.textContent)`, jsString(sel)))
-	b.do("unfold the earlier versions", chromedp.Evaluate[chromedp.Void](`document.querySelector("#messages li.msg-versions details").open = true`))
-	got := eval[[]string](b, `[...document.querySelectorAll("#messages li.msg-versions section.version")].map((s) => [...s.querySelectorAll("li.msg .msg-text")].map((e) => e.textContent.trim()).join(""))`)
-	if len(got) != len(want) {
-		b.t.Errorf("%s: the versions read %q, want %q", what, got, want)
-		return
+	b.waitText(what, sel+" .versions-nav .version-count", fmt.Sprintf(`t === %s`, jsString(want)))
+}
+
+// waitBranch waits until the earlier version shown reads want: the texts
+// of its messages, in order.
+func (b *browser) waitBranch(what string, want ...string) {
+	b.t.Helper()
+	const texts = `[...document.querySelectorAll("#messages li.msg-branch li.msg:not([hidden]) .msg-text")].map((e) => e.textContent.trim())`
+	j, err := json.Marshal(want)
+	if err != nil {
+		b.t.Fatal(err)
 	}
-	for i := range want {
-		if !strings.Contains(got[i], want[i]) {
-			b.t.Errorf("%s: version %d reads %q, want %q", what, i+1, got[i], want[i])
-		}
+	b.waitJS(what, fmt.Sprintf(`JSON.stringify(%s) === %s`, texts, jsString(string(j))), texts)
+}
+
+// pageBack pages message sel back one version, and checks that the
+// earlier version shows in its place, read-only, reading at (its
+// navigation, "1/2") and the texts want (it and what followed it), the
+// history from sel on hidden; then pages forward to the history again.
+func (b *browser) pageBack(what, sel, at string, want ...string) {
+	b.t.Helper()
+	b.click(sel + " .version-prev")
+	b.waitNav(what+": the earlier version's place", branchSel+" li.msg", at)
+	b.waitBranch(what, want...)
+	if n := b.visibleCount(sel); n != 0 {
+		b.t.Errorf("%s: the message paged back is still shown", what)
 	}
-	if !eval[bool](b, `document.querySelector("#messages li.msg-versions section.version li.msg").checkVisibility()`) {
-		b.t.Errorf("%s: the unfolded versions are not visible", what)
+	if !eval[bool](b, `Boolean(document.activeElement && document.activeElement.closest("#messages li.msg-branch .versions-nav"))`) {
+		b.t.Errorf("%s: the focus did not move to the earlier version's navigation", what)
+	}
+	if n := b.count(branchSel + " button.msg-edit, " + branchSel + " button.msg-regenerate, " + branchSel + " button.msg-fork"); n != 0 {
+		b.t.Errorf("%s: the earlier version offers %d actions, want none (read-only)", what, n)
+	}
+	b.screenshot(strings.ReplaceAll(what, " ", "-"))
+	b.click(branchSel + " li.msg .version-next")
+	b.waitGone(what+": back to the history", branchSel)
+	b.visible(sel)
+	if !eval[bool](b, fmt.Sprintf(`Boolean(document.activeElement && document.activeElement.closest(%s))`, jsString(sel+" .versions-nav"))) {
+		b.t.Errorf("%s: the focus did not move back to the message's navigation", what)
 	}
 }
 

@@ -488,11 +488,11 @@ func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	notice.Env(t, "PARLEY_TEST_CHROMIUM", "the web UI's browser tests are skipped")
 	fake := llmtest.NewOpenAIChat(t)
 	dir := t.TempDir()
-	path := fakeModelConfig(t, dir, fake.URL, strings.Join(extraConfig, ""))
+	path := parleybin.FakeModelConfig(t, dir, fake.URL, strings.Join(extraConfig, ""))
 	dataDir := filepath.Join(dir, "data")
 	// Registered before the server's own cleanup, so it runs after it.
 	t.Cleanup(func() { parleybin.CheckHistories(t, filepath.Join(dataDir, "parley.db")) })
-	env := []string{fakeKeyEnv + "=test-key"}
+	env := []string{parleybin.FakeKeyEnv + "=test-key"}
 	args := []string{"--config", path, "--data-dir", dataDir}
 	s := startServe(t, dir, env, args...)
 	if s.Token == "" {

@@ -1,9 +1,13 @@
 package browsertest
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testutil/hookrecv"
 )
 
 // TestBrowserWebhooks: on the Webhooks page an owner adds an endpoint and
@@ -16,7 +20,7 @@ func TestBrowserWebhooks(t *testing.T) {
 	t.Parallel()
 	u := startUI(t, webhooksConfig)
 	b := newBrowser(t, desktop)
-	rc := newReceiver(t)
+	rc := hookrecv.New(t)
 	b.signIn(u)
 	b.click("#webhooks-link")
 	b.visible("#webhooks-view")
@@ -33,13 +37,13 @@ func TestBrowserWebhooks(t *testing.T) {
 	}
 
 	// Added for title changes only; the secret is shown once.
-	b.replaceValue("#webhook-url", rc.url())
+	b.replaceValue("#webhook-url", rc.URL())
 	b.click("#webhook-all") // off: choose the types
 	b.click(`#webhook-events input[value="chat.title_changed"]`)
 	b.click("#webhook-create")
 	b.waitJS("the secret is shown", `document.querySelector("#webhook-secret-value").value.startsWith("whsec_")`,
 		`document.querySelector("#webhook-secret").outerHTML`)
-	rc.setSecret(eval[string](b, `document.querySelector("#webhook-secret-value").value`))
+	rc.SetSecret(eval[string](b, `document.querySelector("#webhook-secret-value").value`))
 	b.click("#webhook-secret-copy")
 	b.waitText("the copy button answers", "#webhook-secret-copy", `t !== "Copy"`)
 	b.click("#webhook-secret-done")
@@ -51,8 +55,8 @@ func TestBrowserWebhooks(t *testing.T) {
 	b.click("#webhook-list .deliveries summary")
 	id := u.createChat(t, `{"title": "before"}`)
 	retitle(t, u.URL, u.Token, id, "after")
-	evs := rc.waitEvents(1, 10*time.Second)
-	if e := evs[0].body; e.Type != "chat.title_changed" || e.Data.ID != id || e.Data.Title != "after" {
+	evs := rc.WaitEvents(1, 10*time.Second)
+	if e := evs[0].Body; e.Type != "chat.title_changed" || e.Data.ID != id || e.Data.Title != "after" {
 		t.Fatalf("the receiver got %+v", e)
 	}
 	b.waitCount("the delivery is listed", `#webhook-list tr.delivery[data-status="delivered"]`, 1)
@@ -66,7 +70,7 @@ func TestBrowserWebhooks(t *testing.T) {
 
 	// Redeliver: the same event again.
 	b.click(row + " button.redeliver")
-	rc.wait("the redelivery", func(_ []delivered, dups int) bool { return dups == 1 })
+	rc.Wait("the redelivery", deadline, func(_ []hookrecv.Event, dups int) bool { return dups == 1 })
 	b.waitCount("the redelivery is listed, delivered", `#webhook-list tr.delivery[data-status="delivered"]`, 2)
 
 	// Disable, enable.
@@ -89,4 +93,19 @@ func TestBrowserWebhooks(t *testing.T) {
 	b.click("#webhook-confirm-yes")
 	b.waitGone("the endpoint is deleted", "#webhook-list li.webhook")
 	b.visible("#webhooks-empty")
+}
+
+// webhooksConfig lets serve deliver to the tests' receivers on 127.0.0.1
+// and retries at once.
+const webhooksConfig = `webhooks:
+  allow_private: true
+  retry_schedule: ["50ms", "50ms", "50ms"]
+`
+
+// retitle sets a chat's title: one chat.title_changed event.
+func retitle(t *testing.T, base, token, id, title string) {
+	t.Helper()
+	if code, res := do(t, http.MethodPatch, base+"/api/v1/chats/"+id, token, fmt.Sprintf(`{"title": %q}`, title)); code != http.StatusOK {
+		t.Fatalf("retitle %s: %d %s", id, code, res)
+	}
 }

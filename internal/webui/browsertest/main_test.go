@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,29 +62,6 @@ func startServe(t *testing.T, dir string, env []string, args ...string) *server 
 	s := parleybin.Start(t, command(dir, env, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...), deadline)
 	s.WaitListening()
 	return s
-}
-
-// fakeKeyEnv is the variable that holds the fake model's API key.
-const fakeKeyEnv = "FAKE_OPENAI_KEY"
-
-// fakeModelConfig writes dir/parley.yaml, whose only model is the
-// OpenAI-compatible fake at fakeURL (its key in fakeKeyEnv), followed by
-// extra, and returns its path.
-func fakeModelConfig(t *testing.T, dir, fakeURL, extra string) string {
-	t.Helper()
-	cfg := fmt.Sprintf(`default_model: fake
-models:
-  - name: fake
-    provider: openai
-    model: gpt-test
-    base_url: %s
-    api_key_env: %s
-`, fakeURL, fakeKeyEnv) + extra
-	path := filepath.Join(dir, "parley.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // get sends GET url with the bearer token (none if "") and returns the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -26,12 +27,49 @@ func CheckNewChat(c *chat.Chat) error {
 	return nil
 }
 
+// Inserted sets what InsertChat stored of c besides its fields: its
+// creation time, version 1, and empty labels and dynamic tools for none.
+func Inserted(c *chat.Chat, now time.Time) {
+	c.CreatedAt, c.UpdatedAt, c.Version = now, now, 1
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.DynamicTools == nil {
+		c.DynamicTools = []chat.DynamicTool{}
+	}
+}
+
+// InsertRefused explains an INSERT ... WHERE EXISTS (owner) ON CONFLICT
+// DO NOTHING that inserted nothing, from whether the key exists (read with
+// err): store.ErrExists, else store.ErrNotFound for the owner.
+func InsertRefused(what, id, owner string, exists bool, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	case exists:
+		return fmt.Errorf("insert %s %s: %w", what, id, store.ErrExists)
+	}
+	return fmt.Errorf("insert %s %s: owner %s: %w", what, id, owner, store.ErrNotFound)
+}
+
 // CheckTransition refuses a status change the state machine forbids.
 func CheckTransition(t store.Transition) error {
 	if !chat.CanTransition(t.From, t.To) {
 		return &store.IllegalTransitionError{From: t.From, To: t.To}
 	}
 	return nil
+}
+
+// StatusConflict explains a conditional status update that matched no
+// row, from the chat's status as read then (with err).
+func StatusConflict(id string, tr store.Transition, status string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("transition chat %s: %w", id, err)
+	}
+	if err != nil {
+		return fmt.Errorf("transition chat %s %s -> %s: %w", id, tr.From, tr.To, err)
+	}
+	return &store.StatusConflictError{ChatID: id, Status: chat.Status(status)}
 }
 
 // Change returns the SQL literals of a status change the state table allows
@@ -148,6 +186,27 @@ func EncodeParts(parts []chat.Part) ([]byte, error) {
 		return nil, fmt.Errorf("encode parts: %w", err)
 	}
 	return b, nil
+}
+
+// MessageJSON is a message's encoded columns.
+type MessageJSON struct {
+	Parts   []byte // never null: "[]" when there are none
+	Usage   []byte // nil (SQL NULL) when there is none
+	Through *int64 // compaction_through (see CompactionThrough)
+}
+
+// EncodeMessage encodes the columns of m.
+func EncodeMessage(m *chat.Message) (MessageJSON, error) {
+	var out MessageJSON
+	var err error
+	if out.Parts, err = EncodeParts(m.Parts); err != nil {
+		return out, err
+	}
+	if out.Usage, err = EncodeNullable(m.Usage); err != nil {
+		return out, fmt.Errorf("encode usage: %w", err)
+	}
+	out.Through = CompactionThrough(m.Parts)
+	return out, nil
 }
 
 // CompactionThrough is the compaction_through column of a message with

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -48,4 +49,27 @@ func DecodeCursor(cursor string) (createdAt time.Time, id string, err error) {
 // UTF-8 as text (an error, not an empty page).
 func issuableID(id string) bool {
 	return id != "" && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl)
+}
+
+// ChatPage is the page of the chats read for it: up to limit+1, newest
+// first; the one past limit only tells that another page follows.
+func ChatPage(chats []chat.Chat, limit int) store.ChatPage {
+	page := store.ChatPage{Chats: chats}
+	if len(chats) > limit {
+		page.Chats = chats[:limit]
+		last := chats[limit-1]
+		page.NextCursor = EncodeCursor(last.CreatedAt, last.ID)
+	}
+	return page
+}
+
+// FilePage is ChatPage for files.
+func FilePage(files []store.File, limit int) store.FilePage {
+	page := store.FilePage{Files: files}
+	if len(files) > limit {
+		page.Files = files[:limit]
+		last := files[limit-1]
+		page.NextCursor = EncodeCursor(last.CreatedAt, last.ID)
+	}
+	return page
 }

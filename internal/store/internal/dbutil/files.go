@@ -67,13 +67,18 @@ func WriteChunks(r io.Reader, size int64, sum string, write func(seq int, data [
 	return nil
 }
 
-// ReadAllSized reads a content of size bytes into one slice.
-func ReadAllSized(r io.Reader, size int64) ([]byte, error) {
-	data := make([]byte, size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, err
+// ReadFile reads and closes the content of f that OpenFile returned (with
+// err), into one slice.
+func ReadFile(f store.File, rc io.ReadCloser, err error) (store.File, []byte, error) {
+	if err != nil {
+		return store.File{}, nil, err
 	}
-	return data, nil
+	defer rc.Close()
+	data := make([]byte, f.Size)
+	if _, err := io.ReadFull(rc, data); err != nil {
+		return store.File{}, nil, fmt.Errorf("read file %s: %w", f.ID, err)
+	}
+	return f, data, nil
 }
 
 // chunkReader reads a stored content a chunk at a time.

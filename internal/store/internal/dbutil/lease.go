@@ -14,14 +14,17 @@ import (
 
 // CheckAcquire refuses a lease request that could never be fenced or that
 // would be expired at once.
-func CheckAcquire(workerID string, ttl time.Duration, max int) error {
-	if workerID == "" {
+func CheckAcquire(a store.Acquire) error {
+	if a.WorkerID == "" {
 		return errors.New("empty worker id")
 	}
-	if max < 1 || max > MaxAcquire {
-		return fmt.Errorf("count %d is not in 1..%d", max, MaxAcquire)
+	if a.Max < 1 || a.Max > MaxAcquire {
+		return fmt.Errorf("count %d is not in 1..%d", a.Max, MaxAcquire)
 	}
-	return checkTTL(ttl)
+	if a.MaxRunning < 0 {
+		return fmt.Errorf("max running %d is negative", a.MaxRunning)
+	}
+	return checkTTL(a.TTL)
 }
 
 // MaxAcquire bounds one AcquireChats call.

@@ -21,18 +21,18 @@ func TestLeftRunning(t *testing.T) {
 }
 
 func TestCheckLeaseArguments(t *testing.T) {
-	if err := CheckAcquire("w", time.Second, 1); err != nil {
+	if err := CheckAcquire(store.Acquire{WorkerID: "w", TTL: time.Second, Max: 1}); err != nil {
 		t.Errorf("CheckAcquire(w, 1s): %v", err)
 	}
 	for _, ttl := range []time.Duration{0, -time.Second} {
-		if CheckAcquire("w", ttl, 1) == nil {
+		if CheckAcquire(store.Acquire{WorkerID: "w", TTL: ttl, Max: 1}) == nil {
 			t.Errorf("CheckAcquire(w, %v): no error", ttl)
 		}
 		if err := CheckRenew(store.Lease{ChatID: "c", WorkerID: "w"}, ttl); err == nil || errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("CheckRenew with ttl %v: %v, want an invalid-argument error", ttl, err)
 		}
 	}
-	if CheckAcquire("", time.Second, 1) == nil {
+	if CheckAcquire(store.Acquire{TTL: time.Second, Max: 1}) == nil {
 		t.Error("CheckAcquire with no worker: no error")
 	}
 	// A lease with no worker is one that nothing holds.

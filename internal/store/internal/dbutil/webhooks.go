@@ -106,6 +106,17 @@ func EndpointDisabledError(reason string) string { return "endpoint disabled: " 
 // DeliveryCursor returns the cursor of the page after the delivery id.
 func DeliveryCursor(id int64) string { return strconv.FormatInt(id, 10) }
 
+// DeliveryPage is the page of the deliveries read for it: up to limit+1,
+// newest first; the one past limit only tells that another page follows.
+func DeliveryPage(ds []store.WebhookDelivery, limit int) store.DeliveryPage {
+	page := store.DeliveryPage{Deliveries: ds}
+	if len(ds) > limit {
+		page.Deliveries = ds[:limit]
+		page.NextCursor = DeliveryCursor(ds[limit-1].ID)
+	}
+	return page
+}
+
 // DecodeDeliveryCursor reads a DeliveryCursor; "" is the first page
 // (math.MaxInt64). store.ErrBadCursor for anything else.
 func DecodeDeliveryCursor(cursor string) (int64, error) {

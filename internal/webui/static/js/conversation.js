@@ -208,10 +208,9 @@ export class Conversation {
         this.view.part(data.message_id, data.part);
         break;
       case "history":
-        // An edit or a regeneration: what came after is gone, and the
-        // edited message says what it says now.
+        // An edit or a regeneration: what came after is gone; the edit's
+        // new version and the new answer follow as messages.
         this.view.supersede(data.superseded_after);
-        if (data.message) this.view.replace(data.message);
         this.compactState();
         break;
       case "retry": {
@@ -252,6 +251,7 @@ export class Conversation {
     badge.dataset.status = c.status;
     badge.textContent = statusText(c.status);
     $("#chat-model").textContent = c.model;
+    this.showAgent(c);
     this.showOrigin(c);
     $("#chat-usage").textContent = usageText(c.usage || {});
     $("#archive").textContent = c.archived ? "Unarchive" : "Archive";
@@ -268,6 +268,16 @@ export class Conversation {
     this.view.waiting(c.status === "requires_action" && c.required_action ? c.required_action.tool_calls : []);
     this.actions.update(c);
     this.hooks.onChat(c);
+  }
+
+  // showAgent names, in the header, the agent the chat was made from and
+  // its version, linking to the agent.
+  showAgent(c) {
+    show($("#chat-agent"), Boolean(c.agent));
+    if (!c.agent) return;
+    const link = $("#chat-agent-link");
+    link.href = `#/agents/${encodeURIComponent(c.agent)}`;
+    link.textContent = `${c.agent}, version ${c.agent_version}`;
   }
 
   // showOrigin says, on a fork, which chat it was forked from, with a
@@ -334,10 +344,10 @@ export class Conversation {
     show(box, true);
   }
 
-  // editMessage replaces the text of user message id; the messages after
-  // it are superseded and it is answered again.
+  // editMessage writes a new version of user message id: it and the
+  // messages after it are superseded, and the new version is answered.
   editMessage(id, content) {
-    return this.rerun(id, (chatId) => this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content }));
+    return this.rerun(id - 1, (chatId) => this.api.patch(this.api.chatPath(chatId, `/messages/${id}`), { content }));
   }
 
   // regenerate answers the last user message again, replacing what came

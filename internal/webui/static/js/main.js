@@ -1,6 +1,7 @@
 // The web UI's entry point: sign-in, the theme, and the hash routes
-// "#/" (the chat list), "#/chats/<id>" (a conversation) and "#/webhooks"
-// (the owner's webhook endpoints).
+// "#/" (the chat list), "#/chats/<id>" (a conversation), "#/webhooks"
+// (the owner's webhook endpoints), "#/agents[/<name>[/edit]]" and the
+// other pages.
 
 import { API, APIError, checkToken } from "./api.js";
 import { $, setError, show } from "./dom.js";
@@ -12,6 +13,7 @@ import { listKeys } from "./keys.js";
 import { SourcesView } from "./sources.js";
 import { TokensView } from "./tokens.js";
 import { UsageView, UsageWatch } from "./usage.js";
+import { AgentsView } from "./agents.js";
 
 const tokenKey = "parley.token";
 const themeKey = "parley.theme";
@@ -112,7 +114,8 @@ function start(token) {
   });
   const webhooks = new Webhooks(api);
   // The views besides the conversation, by their route "#/<name>".
-  const pages = { usage: new UsageView(api, watch), sources: new SourcesView(api), tokens: new TokensView(api, token) };
+  const pages = { usage: new UsageView(api, watch), sources: new SourcesView(api), tokens: new TokensView(api, token),
+    agents: new AgentsView(api, { onNewChat: (name) => newChat.open({ agent: name }) }) };
   session = { api, list, conversation, newChat, webhooks, pages, watch };
   showOwner(api, pages.usage, watch);
   document.body.dataset.signedIn = "true";
@@ -143,11 +146,12 @@ async function showOwner(api, usageView, watch) {
 
 function route() {
   if (!session) return;
-  const p = /^#\/([a-z]+)$/.exec(location.hash);
-  const page = p && Object.hasOwn(session.pages, p[1]) ? p[1] : null;
+  // "#/<page>", or "#/<page>/<rest>" for a page with views of its own.
+  const p = /^#\/([a-z]+)(?:\/(.+))?$/.exec(location.hash);
+  const page = p && Object.hasOwn(session.pages, p[1]) && p[1] !== "chats" ? p[1] : null;
   for (const [name, view] of Object.entries(session.pages)) {
     show($(`#${name}-view`), name === page);
-    if (name === page) view.show();
+    if (name === page) view.show(p[2] || "");
     else view.hide();
   }
   const m = /^#\/chats\/([^/?#]+)/.exec(location.hash);

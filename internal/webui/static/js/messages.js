@@ -2,16 +2,19 @@
 // answer streaming in (the draft), tool calls as cards that later show
 // their result, and queued messages. Tool messages carry no bubble of
 // their own: their results and decisions fill the cards of the calls. A
-// compaction is a divider with its summary folded away. User messages and
-// answers carry their actions (edit, regenerate, fork), which hooks carry
-// out: onEdit(id, content) and onRegenerate() and onFork(id) return an
-// error message, or "" when the server took the request. renderFile(p)
-// makes the element of a file part.
+// compaction is a divider with its summary folded away. A message an edit
+// or Regenerate wrote again carries "‹ 2/3 ›": its earlier versions, each
+// shown read-only with what followed it. User messages and answers carry
+// their actions (edit, regenerate, fork), which hooks carry out:
+// onEdit(id, content) and onRegenerate() and onFork(id) return an error
+// message, or "" when the server took the request. renderFile(p) makes the
+// element of a file part.
 
 import { h, pretty } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { addCodeCopy, copyButton } from "./copy.js";
 import { toolOutput } from "./toolout.js";
+import { isRepair, outputPart, repairPart, roleLabel, sameAsOutput } from "./output.js";
 
 export class MessageView {
   constructor(ol, hooks) {
@@ -32,9 +35,10 @@ export class MessageView {
     this.seenQueued = new Map(); // queued id → text, of the queued messages shown
     this.clientHistory = false; // the chat's history may hold a client's assistant messages
     this.msgs = new Map(); // message id → the message shown
-    this.old = new Map(); // message id → a superseded message (see versions)
-    this.versionEls = new Map(); // user message id → the li of its earlier versions
-    this.versionsDue = false;
+    this.old = new Map(); // message id → a superseded message (see versionsOf)
+    this.branchEl = null; // the li of the earlier version shown, if any
+    this.alt = null; // {at, pick, choices}: the earlier version shown in place of live message at
+    this.navDue = false;
   }
 
   // add renders a durable message once; a repeat of a known id is ignored.
@@ -47,6 +51,10 @@ export class MessageView {
     }
     if (this.items.has(m.id)) return;
     this.msgs.set(m.id, m);
+    if (!this.hooks.readOnly) {
+      if (live) this.showVersion(null);
+      this.navSoon();
+    }
     if (this.draft && this.draft.messageId === m.id) this.dropDraft();
     this.live = live;
     const li = this.render(m);
@@ -73,7 +81,7 @@ export class MessageView {
   place(li) {
     const pos = Number(li.dataset.pos);
     let before = null;
-    for (const el of [...this.items.values(), ...this.versionEls.values()]) {
+    for (const el of [...this.items.values(), this.branchEl].filter(Boolean)) {
       if (el === li) continue;
       const p = Number(el.dataset.pos);
       if (p > pos && (!before || Number(before.dataset.pos) > p)) before = el;
@@ -95,100 +103,163 @@ export class MessageView {
     }
   }
 
-  // replace renders message m again in place of the shown one of its id
-  // (an edit changed its content).
-  replace(m) {
-    const old = this.items.get(m.id);
-    if (!old) return;
-    this.forget(old);
-    const li = this.render(m);
-    old.replaceWith(li);
-    this.items.set(m.id, li);
-    this.msgs.set(m.id, m);
-    this.markLastAnswer();
-  }
-
   // supersede removes the messages with ids after `after`, up to and
-  // including upTo: an edit or a regeneration replaced them.
-  // They stay readable among the earlier versions of what followed
-  // the message answered again.
+  // including upTo: an edit or a regeneration replaced them. They become
+  // earlier versions, each knowing the message it followed.
   supersede(after, upTo = Infinity) {
-    for (const [id, li] of [...this.items]) {
-      if (id <= after || id > upTo) continue;
-      this.forget(li);
-      li.remove();
-      this.items.delete(id);
-      const m = this.msgs.get(id);
-      this.msgs.delete(id);
-      if (m) this.addOld({ ...m, superseded: true });
+    const gone = [...this.msgs.values()].filter((m) => m.id > after && m.id <= upTo).sort((a, b) => a.id - b.id);
+    const idx = this.versionIndex();
+    const parents = new Map(gone.map((m) => [m.id, this.parentOf(m, idx)]));
+    for (const m of gone) {
+      const li = this.items.get(m.id);
+      if (li) {
+        this.forget(li);
+        li.remove();
+      }
+      this.items.delete(m.id);
+      this.msgs.delete(m.id);
+      this.addOld({ ...m, superseded: true, parent_id: parents.get(m.id) });
     }
+    this.showVersion(null);
     this.markLastAnswer();
   }
 
   // addOld keeps a superseded message (read with ?superseded=true, or
-  // replaced here by an edit or a regeneration) for the earlier versions.
+  // replaced here by an edit or a regeneration) among the versions.
   addOld(m) {
     this.old.set(m.id, m);
     this.lastId = Math.max(this.lastId, m.id);
-    if (this.versionsDue) return;
-    this.versionsDue = true;
+    this.navSoon();
+  }
+
+  // versionIndex reads who follows whom, once for every lookup of a
+  // render: parent (live message id → the message it follows, the one
+  // shown before it, compactions aside), child (message id → the live
+  // message that follows it) and older (message id → the superseded
+  // messages that followed it, compactions aside).
+  versionIndex() {
+    const parent = new Map();
+    const child = new Map();
+    let prev = 0;
+    for (const m of [...this.msgs.values()].sort((a, b) => a.id - b.id)) {
+      parent.set(m.id, prev);
+      if (isCompaction(m)) continue;
+      if (!child.has(prev)) child.set(prev, m);
+      prev = m.id;
+    }
+    const older = new Map();
+    for (const o of [...this.old.values()].sort((a, b) => a.id - b.id)) {
+      if (isCompaction(o)) continue;
+      const p = o.parent_id || 0;
+      older.set(p, [...(older.get(p) || []), o]);
+    }
+    return { parent, child, older };
+  }
+
+  // parentOf is the id of the message m followed (0: none): a superseded
+  // message names it, one of the history follows the message shown before
+  // it, compactions aside.
+  parentOf(m, idx) {
+    return m.superseded ? m.parent_id || 0 : idx.parent.get(m.id) || 0;
+  }
+
+  // versionsOf lists the versions of message m, oldest first: the
+  // messages that followed the same one (compactions aside).
+  versionsOf(m, idx) {
+    if (isCompaction(m)) return [m];
+    const parent = this.parentOf(m, idx);
+    const out = [...(idx.older.get(parent) || [])];
+    const live = (parent === 0 || this.msgs.has(parent)) && idx.child.get(parent);
+    if (live) out.push(live);
+    return out.sort((a, b) => a.id - b.id);
+  }
+
+  // branchOf is superseded message m and what followed it, as it read: at
+  // each step the newest message that followed, or the one chosen.
+  branchOf(m, choices, idx) {
+    const out = [m];
+    for (let cur = m; ;) {
+      const next = idx.older.get(cur.id) || [];
+      if (!next.length) return out;
+      cur = next.find((o) => o.id === choices.get(cur.id)) || next[next.length - 1];
+      out.push(cur);
+    }
+  }
+
+  navSoon() {
+    if (this.navDue) return;
+    this.navDue = true;
     queueMicrotask(() => {
-      this.versionsDue = false;
-      this.renderVersions();
-    });
-  }
-
-  // renderVersions shows the superseded messages, grouped by the user
-  // message they followed (the one an edit or Regenerate answered again),
-  // folded under it: each version is what followed it once. A version
-  // ends with an answer that called no tool; the next one starts with an
-  // answer again.
-  renderVersions() {
-    for (const el of this.versionEls.values()) el.remove();
-    this.versionEls.clear();
-    const users = [...this.items].filter(([, li]) => li.dataset.role === "user").map(([id]) => id).sort((a, b) => a - b);
-    const byBranch = new Map();
-    for (const m of [...this.old.values()].sort((a, b) => a.id - b.id)) {
-      if (m.role === "tool" || isCompaction(m)) continue; // results fill their calls' cards; summaries are no version
-      let branch = 0;
-      for (const u of users) if (u < m.id) branch = u;
-      const versions = byBranch.get(branch) || [];
-      const cur = versions[versions.length - 1];
-      const prev = cur && cur[cur.length - 1];
-      const finished = prev && prev.role === "assistant" && !(prev.parts || []).some((p) => p.type === "tool-call");
-      if (!cur || (finished && m.role === "assistant")) versions.push([m]);
-      else cur.push(m);
-      byBranch.set(branch, versions);
-    }
-    for (const [branch, versions] of byBranch) {
-      const li = this.versionsEl(branch, versions);
-      this.versionEls.set(branch, li);
-      this.place(li);
-    }
-  }
-
-  // versionsEl is the folded list of the earlier versions of what
-  // followed user message branch, each as it read (no actions but Copy).
-  versionsEl(branch, versions) {
-    const n = versions.length;
-    const li = h("li", { class: "msg-versions", dataset: { branch: String(branch), pos: String(branch + 0.25), versions: String(n) } });
-    const box = h("details", { class: "versions-box" },
-      h("summary", {}, h("span", { class: "twisty", "aria-hidden": "true" }),
-        `${n} earlier ${n === 1 ? "version" : "versions"} of the answer`,
-        h("span", { class: "muted" }, " (replaced by an edit or Regenerate)")));
-    versions.forEach((msgs, i) => {
-      const ol = h("ol", { class: "version-messages" });
-      const view = new MessageView(ol, { readOnly: true, renderFile: this.hooks.renderFile });
-      view.clientHistory = this.clientHistory;
-      for (const m of msgs) view.add(m);
-      for (const tool of this.old.values()) {
-        if (tool.role === "tool") for (const p of tool.parts || []) view.outcome(p);
+      this.navDue = false;
+      const idx = this.versionIndex();
+      for (const [id, li] of this.items) {
+        this.setNav(li, this.msgs.get(id), idx, (v) => this.showVersion(v.superseded ? { at: id, pick: v.id, choices: new Map() } : null));
       }
-      box.append(h("section", { class: "version", dataset: { version: String(i + 1) } },
-        h("h4", { class: "version-head" }, `Version ${i + 1} of ${n + 1}`), ol));
     });
-    li.append(box);
-    return li;
+  }
+
+  // setNav puts "‹ k/n ›" in li's header when message m has other
+  // versions (idx: versionIndex), k that of version shown (m's own by
+  // default); pick(v) shows version v.
+  setNav(li, m, idx, pick, shown = m && m.id) {
+    li.querySelector(".versions-nav")?.remove();
+    const role = li.querySelector(".msg-role");
+    if (!m || !role) return;
+    const all = this.versionsOf(m, idx);
+    const k = all.findIndex((v) => v.id === shown);
+    if (all.length < 2 || k < 0) return;
+    // The button pressed goes with the version it showed: focus moves to
+    // the same button of the version shown now.
+    const go = (d) => {
+      const v = all[k + d];
+      pick(v);
+      const nav = this.ol.querySelector(`.versions-nav[data-shown="${v.id}"]`);
+      const b = nav && (nav.querySelector(`${d < 0 ? ".version-prev" : ".version-next"}:not([disabled])`) || nav.querySelector("button:not([disabled])"));
+      if (b) b.focus();
+    };
+    const step = (d, label) => h("button", { type: "button", class: d < 0 ? "version-prev" : "version-next", "aria-label": label,
+      disabled: !all[k + d], onclick: () => go(d) }, d < 0 ? "‹" : "›");
+    role.append(h("span", { class: "versions-nav", role: "group", "aria-label": `Version ${k + 1} of ${all.length}`, dataset: { shown: String(shown) } },
+      step(-1, "Previous version"), h("span", { class: "version-count" }, `${k + 1}/${all.length}`), step(1, "Next version")));
+  }
+
+  // showVersion shows, in place of live message alt.at and everything
+  // after it, the earlier version alt.pick with what followed it,
+  // read-only; null shows the history again.
+  showVersion(alt) {
+    this.alt = alt;
+    this.branchEl?.remove();
+    this.branchEl = null;
+    for (const li of this.items.values()) if (li.dataset.versionHidden) {
+      li.hidden = li.dataset.role === "tool";
+      delete li.dataset.versionHidden;
+    }
+    if (!alt) return;
+    const at = this.items.get(alt.at);
+    const pick = this.old.get(alt.pick);
+    if (!at || !pick) {
+      this.alt = null;
+      return;
+    }
+    for (const li of this.items.values()) if (Number(li.dataset.pos) >= Number(at.dataset.pos)) {
+      li.hidden = true;
+      li.dataset.versionHidden = "true";
+    }
+    const ol = h("ol", { class: "version-messages" });
+    const view = new MessageView(ol, { readOnly: true, renderFile: this.hooks.renderFile });
+    view.clientHistory = this.clientHistory;
+    const idx = this.versionIndex();
+    const branch = this.branchOf(pick, alt.choices, idx);
+    for (const m of branch) view.add(m);
+    const li = h("li", { class: "msg-branch", dataset: { pos: String(Number(at.dataset.pos) - 0.01), version: String(pick.id) } },
+      h("p", { class: "branch-note muted" }, "An earlier version, as it read: the model no longer sees it."), ol);
+    for (const m of branch) {
+      const el = ol.querySelector(`li[data-old-id="${m.id}"]`);
+      if (m === pick) this.setNav(el, this.msgs.get(alt.at), idx, (v) => this.showVersion(v.superseded ? { ...alt, pick: v.id, choices: new Map() } : null), pick.id);
+      else this.setNav(el, m, idx, (v) => this.showVersion({ ...alt, choices: new Map(alt.choices).set(v.parent_id || 0, v.id) }));
+    }
+    this.branchEl = li;
+    this.place(li);
   }
 
   // forget drops the cards of the calls inside li, which is going away.
@@ -231,11 +302,12 @@ export class MessageView {
     return false;
   }
 
-  // lastUserId is the id of the newest user message shown, 0 if none.
+  // lastUserId is the id of the newest message of the person shown (not
+  // a repair request of parley's), 0 if none.
   lastUserId() {
     let last = 0;
     for (const [id, li] of this.items) {
-      if (li.dataset.role === "user" && id > last) last = id;
+      if (li.dataset.role === "user" && !li.dataset.repair && id > last) last = id;
     }
     return last;
   }
@@ -295,7 +367,8 @@ export class MessageView {
     }
     const parts = m.parts || [];
     if (parts.length && parts[0].type === "compaction") return compaction(m.id, parts[0], this.summarised(parts[0]));
-    li.append(h("div", { class: "msg-role" }, m.role === "user" ? "You" : "Assistant"));
+    if (isRepair(m)) li.dataset.repair = "true";
+    li.append(h("div", { class: "msg-role" }, roleLabel(m)));
     // Every answer the model finished carries its usage; one without was
     // cut short by Stop (the text streamed until then is kept). In a chat
     // made through a compatible API (labelled "api") the client may have
@@ -303,10 +376,13 @@ export class MessageView {
     const stopped = m.role === "assistant" && !m.usage && !this.clientHistory;
     if (stopped) li.dataset.stopped = "true";
     for (const p of m.parts || []) {
-      if (p.type === "text") li.append(this.text(m.role, p.text));
-      else if (p.type === "reasoning") li.append(reasoning(p.text, false));
+      if (p.type === "text") {
+        if (!sameAsOutput(m, p.text)) li.append(this.text(m.role, p.text));
+      } else if (p.type === "reasoning") li.append(reasoning(p.text, false));
       else if (p.type === "tool-call") li.append(this.card(p.tool_call_id, p.tool_name, p.args));
       else if (p.type === "file" && this.hooks.renderFile) li.append(this.hooks.renderFile(p));
+      else if (p.type === "output") li.append(outputPart(p));
+      else if (p.type === "output-repair") li.append(repairPart(p));
     }
     if (stopped) li.append(h("p", { class: "msg-stopped" }, "Stopped — this answer was cut short"));
     if (m.usage && (m.usage.input_tokens || m.usage.output_tokens)) {
@@ -329,7 +405,7 @@ export class MessageView {
       status.hidden = !err;
     };
     const user = m.role === "user";
-    const edit = user && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
+    const edit = user && !isRepair(m) && h("button", { type: "button", class: "msg-edit needs-idle", "aria-label": "Edit this message",
       onclick: () => this.edit(li, m) }, "Edit");
     const regen = !user && h("button", { type: "button", class: "msg-regenerate needs-idle", "aria-label": "Regenerate this answer",
       onclick: (e) => run(e.currentTarget, () => this.hooks.onRegenerate()) }, "Regenerate");
@@ -371,7 +447,7 @@ export class MessageView {
     let confirmed = later === 0;
     const warn = h("p", { class: "msg-edit-confirm", role: "alert", hidden: true },
       `Saving replaces everything after this message: its answer and the ${later} later ${later === 1 ? "turn" : "turns"}. ` +
-      "They stay readable under the earlier versions, but the model will not see them.");
+      "They stay readable (page back with ‹ on the message), but the model will not see them.");
     const form = h("form", { class: "msg-editor",
       onsubmit: async (e) => {
         e.preventDefault();

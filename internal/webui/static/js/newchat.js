@@ -1,7 +1,9 @@
-// The "New chat" dialog: model, title, system prompt, first message (with
-// files attached to it), and the chat's tools (server-side globs, approvals, dynamic tools as JSON).
+// The "New chat" dialog: an agent to start from, model, title, system
+// prompt, first message (with files attached to it), and the chat's tools
+// (server-side globs, approvals, dynamic tools as JSON). With an agent,
+// what the form leaves empty is the agent's.
 
-import { $, globs, setError } from "./dom.js";
+import { $, globs, h, setError } from "./dom.js";
 import { Attachments, content, refusal } from "./attach.js";
 
 export class NewChatDialog {
@@ -11,6 +13,9 @@ export class NewChatDialog {
     this.dialog = $("#new-chat-dialog");
     this.form = $("#new-chat-form");
     $("#new-chat").addEventListener("click", () => this.open());
+    this.models = [];
+    this.agents = [];
+    $("#new-agent").addEventListener("change", () => this.fillModels());
     this.attach = new Attachments(api, { list: $("#new-attachments"), input: $("#new-attach-input"), button: $("#new-attach"),
       zone: this.form, paste: $("#new-message") }, (m) => setError($("#new-chat-error"), m));
     $("#new-cancel").addEventListener("click", () => this.dialog.close());
@@ -20,20 +25,20 @@ export class NewChatDialog {
     });
   }
 
-  async open() {
+  // open shows the dialog; opts.agent chooses an agent to start from.
+  async open(opts = {}) {
     setError($("#new-chat-error"), "");
     this.dialog.showModal();
     $("#new-message").focus();
     try {
-      const [models, tools] = await Promise.all([this.api.get("/api/v1/models"), this.api.get("/api/v1/tools")]);
-      $("#new-model").replaceChildren(...models.models.map((m) => {
-        const o = document.createElement("option");
-        o.value = m.name;
-        o.textContent = m.default ? `${m.name} (default)` : m.name;
-        // defaultSelected, so that the form's reset selects the default again.
-        o.defaultSelected = o.selected = Boolean(m.default);
-        return o;
-      }));
+      const [models, tools, agents] = await Promise.all([this.api.get("/api/v1/models"), this.api.get("/api/v1/tools"),
+        this.api.get("/api/v1/agents")]);
+      this.models = models.models || [];
+      this.agents = agents.agents || [];
+      $("#new-agent").replaceChildren(h("option", { value: "" }, "None"),
+        ...this.agents.map((a) => h("option", { value: a.name }, a.description ? `${a.name} — ${a.description}` : a.name)));
+      $("#new-agent").value = opts.agent && this.agents.some((a) => a.name === opts.agent) ? opts.agent : "";
+      this.fillModels();
       const names = (tools.tools || []).map((t) => t.name);
       $("#new-tools-list").textContent = names.length ? `Server-side tools: ${names.join(", ")}` : "This server has no server-side tools.";
     } catch (err) {
@@ -41,9 +46,28 @@ export class NewChatDialog {
     }
   }
 
+  // fillModels offers the models; with an agent chosen, the first choice
+  // is the agent's model, which sends none.
+  fillModels() {
+    const agent = this.agents.find((a) => a.name === $("#new-agent").value);
+    const options = this.models.map((m) => {
+      const o = h("option", { value: m.name }, m.default ? `${m.name} (default)` : m.name);
+      // defaultSelected, so that the form's reset selects the default again.
+      o.defaultSelected = o.selected = !agent && Boolean(m.default);
+      return o;
+    });
+    if (agent) options.unshift(h("option", { value: "", selected: true }, `The agent's (${agent.model || "the server's default"})`));
+    $("#new-model").replaceChildren(...options);
+    const note = $("#new-agent-note");
+    note.textContent = agent ? `Starts from ${agent.name}, version ${agent.version}: the fields left empty are the agent's.` : "";
+    note.hidden = !agent;
+  }
+
   // body builds the request from the form, or throws with what is wrong.
   body() {
     const b = {};
+    const agent = $("#new-agent").value;
+    if (agent) b.agent = agent;
     const model = $("#new-model").value;
     if (model) b.model = model;
     const title = $("#new-title").value.trim();
