@@ -14,6 +14,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -118,13 +119,28 @@ func New(d Deps) (http.Handler, error) {
 	a.svc = service.New(d.Store, d.PubSub, d.Config, a.log, opts...)
 	a.follower = follow.New(d.PubSub, a.svc, d.Store, a.log)
 	fc, err := facade.New(facade.Deps{Config: d.Config, Store: d.Store, PubSub: d.PubSub, Service: a.svc,
-		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive, Gate: a.gate, Follower: a.follower, Refused: a.metrics.refused})
+		Tools: d.Tools, Logger: a.log, KeepAlive: a.keepAlive, Gate: a.gate, Follower: a.follower, Refused: a.metrics.refused,
+		Agents: facade.AgentsFunc(a.agentModels)})
 	if err != nil {
 		return nil, err
 	}
 	a.facade = fc
 	a.register()
 	return a, nil
+}
+
+// agentModels lists the agents owner may run, as the OpenAI facade offers
+// them as models ("agent:<name>").
+func (a *api) agentModels(ctx context.Context, owner string) ([]facade.AgentModel, error) {
+	all, err := a.svc.ListAgents(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]facade.AgentModel, len(all))
+	for i, ag := range all {
+		out[i] = facade.AgentModel{Name: ag.Name, Model: ag.Model}
+	}
+	return out, nil
 }
 
 // ServeHTTP routes the request, answers unknown routes and wrong methods with

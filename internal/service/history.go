@@ -31,7 +31,7 @@ func (s *Service) CreateWithHistory(ctx context.Context, owner string, in NewCha
 	if len(in.Message) > 0 && string(in.Message) != "null" {
 		return Created{}, nil, &chat.ValidationError{Field: "message", Message: "must be empty when a history is given"}
 	}
-	c, _, err := s.newChat(owner, in)
+	c, _, err := s.newChatFrom(ctx, owner, in)
 	if err != nil {
 		return Created{}, nil, err
 	}
