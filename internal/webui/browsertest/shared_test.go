@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,10 +111,19 @@ func forwardToFake(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host = target.Scheme, target.Host
-	res, err := http.DefaultTransport.RoundTrip(out)
+	// The body is read first, whole: the server reading the rest of a
+	// request it answers would race the transport sending it on.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.Scheme+"://"+target.Host+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out.Header = r.Header.Clone()
+	res, err := toFakes.RoundTrip(out)
 	if err != nil {
 		holderLogf(fake, "model request not forwarded to the test's fake: %v", err)
 		http.Error(w, "forward to the test's fake: "+err.Error(), http.StatusBadGateway)
@@ -140,7 +150,7 @@ func forwardToFake(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				holderLogf(fake, "model answer cut: %v", err)
+				holderLogf(fake, "model answer cut: %v (serve's request: %v)", err, r.Context().Err())
 				// The fake dropped the connection: so does the proxy.
 				panic(http.ErrAbortHandler)
 			}
@@ -148,6 +158,12 @@ func forwardToFake(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// toFakes carries the forwarded requests. It is not http.DefaultTransport:
+// every httptest server's Close (each test's fake, for one) closes that
+// one's idle connections and cancels its dials, which cut forwarded
+// answers short.
+var toFakes = &http.Transport{}
 
 // holderLogf logs to the test whose fake is fake, if it still holds the
 // lane (a test that has ended takes no more logs).
@@ -187,9 +203,13 @@ func sharedUI(t *testing.T) *uiServer {
 	owner := ownerName(shared.owner, t.Name())
 	shared.mu.Unlock()
 	u := &uiServer{fake: fake}
+	logFrom := len(shared.srv.Stderr.String())
 	t.Cleanup(func() {
 		if u.server != nil {
 			waitSettled(t, u)
+		}
+		if t.Failed() {
+			t.Logf("the shared serve's log while the test ran:\n%s", shared.srv.Stderr.String()[logFrom:])
 		}
 	})
 	code, body := do(t, http.MethodPost, shared.srv.URL+"/api/v1/tokens", shared.srv.Token,
