@@ -39,7 +39,7 @@ var shared struct {
 	db   string // serve's SQLite database
 	link string // the admin's sign-in link, to check the owners' against
 
-	proxy *httptest.Server // the model serve calls: forwards to lane.fake
+	proxy *httptest.Server // the model serve calls: forwards to shared.fake
 
 	lane  sync.Mutex // held by the shared test running now
 	mu    sync.Mutex
@@ -159,10 +159,9 @@ func forwardToFake(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// toFakes carries the forwarded requests. It is not http.DefaultTransport:
-// every httptest server's Close (each test's fake, for one) closes that
-// one's idle connections and cancels its dials, which cut forwarded
-// answers short.
+// toFakes carries the forwarded requests. It is not http.DefaultTransport,
+// whose idle connections and dials in progress every httptest server's
+// Close (each test's fake, for one) closes and cancels.
 var toFakes = &http.Transport{}
 
 // holderLogf logs to the test whose fake is fake, if it still holds the
@@ -289,7 +288,10 @@ func stopShared() bool {
 		fmt.Fprintf(os.Stderr, "the shared serve did not exit within %s of SIGTERM\nstderr:\n%s\n", deadline, s.Stderr)
 		ok = false
 	}
-	for _, r := range shared.stray {
+	shared.mu.Lock()
+	stray := shared.stray
+	shared.mu.Unlock()
+	for _, r := range stray {
 		fmt.Fprintf(os.Stderr, "the shared serve called the model while no test held it: %s\n", r)
 		ok = false
 	}
