@@ -46,7 +46,7 @@ const focused = `(() => { const e = document.activeElement; return e ? e.tagName
 // visible focus.
 func TestBrowserAccessibleApproval(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	const answer = "Paris and Tokyo, both read."

@@ -43,7 +43,7 @@ func toolResult(req modelRequest, call string) (string, bool) {
 // what was entered, with the integer as a number.
 func TestBrowserDynamicToolForm(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	u.fake.Push(
@@ -103,7 +103,7 @@ func TestBrowserDynamicToolForm(t *testing.T) {
 // which the card and the model see.
 func TestBrowserApproval(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	u.fake.Push(
@@ -153,7 +153,7 @@ func TestBrowserApproval(t *testing.T) {
 // model that stays unavailable does, and Retry runs the chat again.
 func TestBrowserInterruptAndRetry(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	gate, started, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})

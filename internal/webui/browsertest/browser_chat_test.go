@@ -54,11 +54,11 @@ func (b *browser) waitClosed(what string, ch <-chan struct{}) {
 // creates and runs appear and change in the list, without a reload.
 func TestBrowserLoginAndLiveList(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	if !strings.Contains(u.link, "#token="+u.Token) {
-		t.Errorf("the sign-in link %q does not carry the admin token", u.link)
+		t.Errorf("the sign-in link %q does not carry the token", u.link)
 	}
 	b.signIn(u)
 	if hash := eval[string](b, `location.hash`); strings.Contains(hash, "token") {
@@ -125,7 +125,7 @@ func TestBrowserLoginAndLiveList(t *testing.T) {
 // phone's whole width.
 func TestBrowserLoginForm(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, phone)
 	// The refused token's request: the browser logs the 401 itself.
 	b.allow(`^browser log \(network, error\): Failed to load resource: the server responded with a status of 401 `)
@@ -188,7 +188,7 @@ func TestBrowserLoginForm(t *testing.T) {
 // mid-answer, and the durable answer replace it.
 func TestBrowserStreamsAnswer(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 	b.signIn(u)
 
@@ -246,7 +246,7 @@ func TestBrowserStreamsAnswer(t *testing.T) {
 // rendered, and code is highlighted.
 func TestBrowserModelHTMLIsText(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	const block = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">`
@@ -304,7 +304,7 @@ func TestBrowserModelHTMLIsText(t *testing.T) {
 // answer arrives once.
 func TestBrowserReloadMidStream(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	const answer = "Streaming survives a reload of the page."

@@ -47,7 +47,7 @@ func sentContains(r modelRequest, s string) bool {
 // replaces later turns asks first, saying how many.
 func TestBrowserEditRegenerateFork(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 	u.fake.Push(llmtest.Turn{Text: "The first answer."})
 	id := u.createChat(t, `{"title": "edits", "message": "What is two plus two?"}`)

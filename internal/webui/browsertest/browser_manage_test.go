@@ -65,7 +65,7 @@ func (u *uiServer) getMessages(t *testing.T, id string) []chat.Message {
 // keeps and the model's call then honours.
 func TestBrowserManageChats(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	u.fake.Push(llmtest.Turn{Status: 400, ErrorMessage: "the fake refuses this one"})

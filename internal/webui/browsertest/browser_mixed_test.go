@@ -14,7 +14,7 @@ import (
 // runs, and the model sees both results.
 func TestBrowserMixedStep(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	u.fake.Push(
@@ -66,7 +66,7 @@ func TestBrowserMixedStep(t *testing.T) {
 // load reads the address's token.
 func TestBrowserTokenLinkInPage(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 	b.signIn(u)
 	eval[bool](b, `(location.hash = "#token=prl_someone_else", true)`)
@@ -83,7 +83,7 @@ func TestBrowserTokenLinkInPage(t *testing.T) {
 // tool glob that matches no tool) is shown in the chat the dialog opens.
 func TestBrowserCreateWarnings(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 	b.signIn(u)
 	b.click("#new-chat")

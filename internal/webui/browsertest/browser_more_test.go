@@ -31,7 +31,7 @@ const visibleAlerts = `[...document.querySelectorAll("[role=alert]")].filter((e)
 // owner feed is not held, so the list tells when the chat moved on.
 func TestBrowserAnsweredElsewhere(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 	// The refused answer: the browser logs the 409 itself.
 	b.allow(`^browser log \(network, error\): Failed to load resource: the server responded with a status of 409 `)
@@ -149,7 +149,7 @@ func TestBrowserAnsweredElsewhere(t *testing.T) {
 // answer comes.
 func TestBrowserQueuedAndRetryNotice(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	gate, started := make(chan struct{}), make(chan struct{})

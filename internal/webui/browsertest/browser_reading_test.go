@@ -42,7 +42,7 @@ func paragraphs(who string, n int) string {
 // a "New messages" button appears; it brings the end back and goes.
 func TestBrowserFollowsNewContent(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	gate, started := make(chan struct{}), make(chan struct{})

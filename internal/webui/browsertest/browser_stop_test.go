@@ -17,7 +17,7 @@ import (
 // meanwhile says it runs now, once it starts.
 func TestBrowserStoppedAndQueued(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	const partial = "A long answe" // 3 deltas of 4 runes, after the role chunk
@@ -80,7 +80,7 @@ func fieldErrors(sel string) string {
 // Ctrl+Enter.
 func TestBrowserToolFormErrors(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	b := newBrowser(t, desktop)
 
 	u.fake.Push(

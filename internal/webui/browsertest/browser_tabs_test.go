@@ -111,7 +111,7 @@ func (b *browser) waitConnected() {
 // waiting for a free connection.
 func TestBrowserSevenTabs(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	proxy := newStreamCounter(t, u.URL)
 	first := newBrowser(t, desktop)
 
@@ -217,7 +217,7 @@ func waitFor(t *testing.T, b *browser, what string, cond func() bool) {
 // server's multiplexed stream.
 func TestBrowserTenTabsTenChats(t *testing.T) {
 	t.Parallel()
-	u := startUI(t)
+	u := sharedUI(t)
 	var chats []string
 	for i := range 10 {
 		chats = append(chats, u.createChat(t, fmt.Sprintf(`{"title": "chat %d of ten"}`, i+1)))

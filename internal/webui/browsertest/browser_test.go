@@ -476,12 +476,14 @@ type uiServer struct {
 	args []string
 }
 
-// startUI starts serve on a fresh SQLite database with the fake as its
-// model, and extraConfig appended to its configuration file. When the test
-// ends, after the browser is gone (it is started later, so stopped first),
-// the server is stopped with SIGTERM and must exit 0, and the histories it
-// wrote are checked. A test that starts
-// serve again (see restart) sets u.server: that one is stopped then.
+// startUI starts a serve of the test's own, for a test that needs extra
+// configuration, restarts serve or looks at every owner (sharedUI serves
+// the others): on a fresh SQLite database with the fake as its model, and
+// extraConfig appended to its configuration file. When the test ends,
+// after the browser is gone (it is started later, so stopped first), the
+// server is stopped with SIGTERM and must exit 0, and the histories it
+// wrote are checked. A test that starts serve again (see restart) sets
+// u.server: that one is stopped then.
 func startUI(t *testing.T, extraConfig ...string) *uiServer {
 	t.Helper()
 	// Skip (or fail, in CI) before starting anything without a browser.

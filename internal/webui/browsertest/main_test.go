@@ -39,7 +39,11 @@ func run(m *testing.M) int {
 		parleyBin = bin
 	}
 	defer stopChromium()
-	return m.Run()
+	code := m.Run()
+	if !stopShared() && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // command prepares parley with args, run in dir, with the test's own
