@@ -45,3 +45,8 @@ const (
 // which limit, the period, when it resets, and that retry, or a new
 // message, goes on once the budget allows.
 const KindSpendLimit = "spend_limit"
+
+// KindOutputInvalid is the kind of a chat's last_error when its turn's
+// final answer was still not valid against the turn's format after the
+// repairs allowed: retry, or an edit, goes on.
+const KindOutputInvalid = "structured_output_invalid"

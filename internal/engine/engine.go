@@ -313,7 +313,7 @@ func (e *Engine) acquireLoop(ctx, runs context.Context) {
 func (e *Engine) acquire(ctx, runs context.Context) (filled, passedOver bool) {
 	free := 0
 take:
-	for free < cap(e.slots) {
+	for free < min(cap(e.slots), store.MaxAcquire) { // more: the loop comes back, as filled says
 		select {
 		case e.slots <- struct{}{}:
 			free++

@@ -7,16 +7,12 @@ import (
 	"github.com/parleyhq/parley/internal/jsonscan"
 )
 
-// KindOutputInvalid is the last_error kind of a turn whose final answer
-// was still not valid against its format after the repairs allowed.
-const KindOutputInvalid = "structured_output_invalid"
-
 // checkOutput reads answer, a final answer (it calls no tool), against the
 // turn's format, if it has one, and returns the outcome that records it:
 // a valid answer gets its structured output (chat.PartOutput) beside its
 // text; an invalid one is followed by a request to repair it
 // (chat.RepairRequest), while the turn has repairs left; else the run
-// fails, keeping the answer, with KindOutputInvalid.
+// fails, keeping the answer, with chat.KindOutputInvalid.
 func (r *run) checkOutput(answer *chat.Message) *stepOutcome {
 	format := r.chat.TurnOutput()
 	if format == nil {
@@ -52,14 +48,14 @@ func (r *run) repairRequest(format chat.OutputFormat, why error) *chat.Message {
 // outputInvalid is the failure of a turn whose answer was not valid after
 // repairs repair requests.
 func outputInvalid(why error, repairs int) *chat.ChatError {
-	return &chat.ChatError{Kind: KindOutputInvalid, Retryable: true, Message: fmt.Sprintf(
+	return &chat.ChatError{Kind: chat.KindOutputInvalid, Retryable: true, Message: fmt.Sprintf(
 		"the answer is not valid against the response format after %d repair requests: %v; "+
 			"retry to ask the model again, or edit the message", repairs, why)}
 }
 
 // repairAnswered returns the outcome that begins a run over a history
 // whose turn ended with an answer not valid against the turn's format (a
-// retry after KindOutputInvalid): one more request to repair it, whatever
+// retry after chat.KindOutputInvalid): one more request to repair it, whatever
 // the count of repairs, so a retry always asks the model again; nil when
 // there is nothing to repair.
 func (r *run) repairAnswered(history []chat.Message) *stepOutcome {

@@ -161,9 +161,9 @@ func TestOutputNeverValid(t *testing.T) {
 		h.start(nil)
 		c := h.createFormatted("what is 1+2?", totalFormat())
 		got := h.waitStatus(c.ID, chat.Error)
-		if got.LastError == nil || got.LastError.Kind != engine.KindOutputInvalid || !got.LastError.Retryable ||
+		if got.LastError == nil || got.LastError.Kind != chat.KindOutputInvalid || !got.LastError.Retryable ||
 			!strings.Contains(got.LastError.Message, "retry") {
-			t.Fatalf("last_error = %+v; want a retryable %s that says how to go on", got.LastError, engine.KindOutputInvalid)
+			t.Fatalf("last_error = %+v; want a retryable %s that says how to go on", got.LastError, chat.KindOutputInvalid)
 		}
 		msgs := h.history(c.ID)
 		if n := len(repairs(msgs)); n != 2 {
@@ -198,7 +198,7 @@ func TestOutputNoRepairs(t *testing.T) {
 	h.start(nil)
 	c := h.createFormatted("what is 1+2?", totalFormat())
 	got := h.waitStatus(c.ID, chat.Error)
-	if got.LastError.Kind != engine.KindOutputInvalid || len(repairs(h.history(c.ID))) != 0 {
+	if got.LastError.Kind != chat.KindOutputInvalid || len(repairs(h.history(c.ID))) != 0 {
 		t.Fatalf("last_error %+v, history %+v; want the error and no repair request", got.LastError, h.history(c.ID))
 	}
 	h.checkInvariant(c.ID)

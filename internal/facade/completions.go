@@ -72,7 +72,8 @@ func (f *Facade) chatCompletions(w http.ResponseWriter, r *http.Request, owner s
 // runFailed is the error of a run that ended its chat in error: a 429 when
 // the provider's rate limit stopped it (after parley's own retries), so
 // the client backs off; OpenAI's 429 insufficient_quota when the owner's
-// budget did; else a 500.
+// budget did; a 500 the SDKs do not retry when the answer never matched
+// its format; else a 500.
 func runFailed(c chat.Chat) *apiError {
 	msg := "the model's run failed"
 	if c.LastError != nil {
@@ -84,6 +85,11 @@ func runFailed(c chat.Chat) *apiError {
 	}
 	if c.LastError != nil && c.LastError.Kind == chat.KindSpendLimit {
 		return &apiError{Status: http.StatusTooManyRequests, Type: typeQuota, Code: "insufficient_quota", NoRetry: true, Message: msg}
+	}
+	if c.LastError != nil && c.LastError.Kind == chat.KindOutputInvalid {
+		// The same request would cost the same model calls again and most
+		// likely fail alike: the SDKs are told not to retry it.
+		return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: chat.KindOutputInvalid, NoRetry: true, Message: msg}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "run_failed", Message: msg}
 }

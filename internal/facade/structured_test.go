@@ -193,8 +193,10 @@ func TestResponsesTextFormat(t *testing.T) {
 }
 
 // TestStructuredOutputInvalid checks that an answer still not valid after
-// the repairs allowed is the run's failure, an OpenAI-shaped 500 that says
-// why, and leaves the chat in error, from which a retry goes on.
+// the repairs allowed is the run's failure, an OpenAI-shaped 500 whose code
+// says why and which the SDKs are told not to retry (the same request would
+// spend the same model calls again), and leaves the chat in error, from
+// which a retry goes on.
 func TestStructuredOutputInvalid(t *testing.T) {
 	r, fake := newSQLite(t)
 	c := r.client(r.token("alice"))
@@ -202,10 +204,10 @@ func TestStructuredOutputInvalid(t *testing.T) {
 	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "fake",
 		ResponseFormat: schemaFormat("person", personSchema()),
 		Messages:       []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who?")}})
-	expectError(t, err, http.StatusInternalServerError, "server_error", "", "run_failed")
+	expectError(t, err, http.StatusInternalServerError, "server_error", "", "structured_output_invalid")
 	var apiErr *openai.Error
-	if errors.As(err, &apiErr) && !strings.Contains(apiErr.Message, "structured_output_invalid") {
-		t.Fatalf("message %q does not say why", apiErr.Message)
+	if !errors.As(err, &apiErr) || apiErr.Response.Header.Get("x-should-retry") != "false" {
+		t.Fatalf("error %v: want x-should-retry: false, so the SDKs do not run the model again", err)
 	}
 	ch := r.onlyChat("alice")
 	if ch.Status != chat.Error || ch.LastError == nil || !ch.LastError.Retryable || len(fake.Requests()) != 3 {

@@ -297,11 +297,15 @@ type OwnerStat struct {
 type Acquire struct {
 	WorkerID string
 	TTL      time.Duration // the leases' life
-	Max      int           // at most this many chats
+	Max      int           // at most this many chats: 1..MaxAcquire
 	// MaxRunning caps each owner's running chats unless the owner's
 	// quotas override it; 0: unlimited.
 	MaxRunning int
 }
+
+// MaxAcquire bounds Acquire.Max: a worker with more free slots acquires
+// in several calls.
+const MaxAcquire = 1000
 
 // Transition is a status change with the columns that change with it.
 type Transition struct {

@@ -18,8 +18,8 @@ func CheckAcquire(a store.Acquire) error {
 	if a.WorkerID == "" {
 		return errors.New("empty worker id")
 	}
-	if a.Max < 1 || a.Max > MaxAcquire {
-		return fmt.Errorf("count %d is not in 1..%d", a.Max, MaxAcquire)
+	if a.Max < 1 || a.Max > store.MaxAcquire {
+		return fmt.Errorf("count %d is not in 1..%d", a.Max, store.MaxAcquire)
 	}
 	if a.MaxRunning < 0 {
 		return fmt.Errorf("max running %d is negative", a.MaxRunning)
@@ -27,8 +27,6 @@ func CheckAcquire(a store.Acquire) error {
 	return checkTTL(a.TTL)
 }
 
-// MaxAcquire bounds one AcquireChats call.
-const MaxAcquire = 1000
 
 // Leases returns the leases of chats just acquired by workerID, in the
 // order of chats, which it sorts oldest updated first (RETURNING has no
