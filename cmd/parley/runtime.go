@@ -73,6 +73,20 @@ func newTools(cfg *config.Config, log *slog.Logger, metrics prometheus.Registere
 	return reg, nil
 }
 
+// checkAgentTools checks the configuration file's agents against the
+// server-side tools just loaded (config.CheckAgentTools): a clash refuses
+// the start; a glob that matches no tool is logged.
+func checkAgentTools(cfg *config.Config, reg *tools.Registry, log *slog.Logger) error {
+	warnings, err := cfg.CheckAgentTools(reg.Names())
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	for _, w := range warnings {
+		log.Warn("agent tool glob matches no server-side tool", "warning", w)
+	}
+	return nil
+}
+
 // approvalPolicy is the configured approval policy: each Lua source's and
 // MCP server's approval (none: never), overridden per tool by the
 // tools.approval rules, in order.

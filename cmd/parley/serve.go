@@ -99,6 +99,9 @@ func serve(ctx context.Context, a *app, cfg *config.Config) error {
 		return err
 	}
 	defer toolReg.Close()
+	if err := checkAgentTools(cfg, toolReg, a.log); err != nil {
+		return err
+	}
 	models, err := catalog.New(cfg, a.getenv, a.log)
 	if err != nil {
 		return fmt.Errorf("models: %w", err)

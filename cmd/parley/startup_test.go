@@ -39,6 +39,9 @@ func TestServeFailedStartLeavesNothing(t *testing.T) {
 			[]string{"tools.lua", "no-such-tools"}},
 		{"missing API key", "listen: 127.0.0.1:0\nmodels:\n  - {name: fast, provider: openai, model: gpt-5-mini, api_key_env: PARLEY_TEST_UNSET_KEY}\n", nil, nil,
 			[]string{"fast", "PARLEY_TEST_UNSET_KEY", "not set"}},
+		{"agent's dynamic tool named like a server-side tool", "listen: 127.0.0.1:0\nagents:\n  - name: fetcher\n" +
+			"    dynamic_tools: [{name: http_fetch, description: mine, input_schema: {type: object}}]\n", nil, nil,
+			[]string{"agents[0] (fetcher)", "dynamic_tools[0].name", `"http_fetch" is the name of a server-side tool`}},
 		{"missing API key with an MCP server down", "listen: 127.0.0.1:0\n" +
 			"models:\n  - {name: fast, provider: openai, model: gpt-5-mini, api_key_env: PARLEY_TEST_UNSET_KEY}\n" +
 			"tools:\n  mcp:\n    - {name: down, url: 'http://127.0.0.1:1/mcp', connect_timeout: 1s}\n", nil, nil,

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -424,4 +425,52 @@ func TestAgentMaxSteps(t *testing.T) {
 	if n := len(fake.Requests()); n != 1 {
 		t.Fatalf("%d model calls, want 1", n)
 	}
+}
+
+// TestConfigAgentHidesOwnersAgent: an owner's agent whose name the
+// configuration file takes later (a restart with a new agents: entry) is
+// hidden: the list shows the name once, as the file's agent, and reads and
+// new chats get the file's; PUT and PATCH stay read_only, but DELETE
+// deletes the owner's own agent, and then is read_only as for any
+// configured agent. Another owner, without a clash, sees the file's agent.
+func TestConfigAgentHidesOwnersAgent(t *testing.T) {
+	bothStores(t, func(t *testing.T, s *server) {
+		alice, bob := s.token("alice"), s.token("bob")
+		ctx := context.Background()
+		// alice wrote "helper" before the file had it.
+		if err := s.st.InTx(ctx, func(tx store.Tx) error {
+			return tx.PutAgentVersion(ctx, &agent.Agent{Name: "helper", Owner: "alice", Source: agent.SourceAPI, Version: 1,
+				Definition: agent.Definition{SystemPrompt: "alice's own.", Labels: map[string]string{}, Subagents: []string{}}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range []string{alice, bob} {
+			var list agentList
+			s.do("GET", "/api/v1/agents", tok, nil).expect(t, http.StatusOK, &list)
+			if len(list.Agents) != 1 || list.Agents[0].Source != "config" || list.Agents[0].SystemPrompt != "Help." {
+				t.Fatalf("list = %+v; want the name once, as the file's agent", list.Agents)
+			}
+			var got agent.Agent
+			s.do("GET", "/api/v1/agents/helper", tok, nil).expect(t, http.StatusOK, &got)
+			if got.Source != "config" {
+				t.Fatalf("GET = %+v; want the file's agent", got)
+			}
+			if c := s.createChat(tok, map[string]any{"agent": "helper"}); c.SystemPrompt != "Help." {
+				t.Fatalf("chat from helper = %+v; want the file's agent", c)
+			}
+		}
+		s.do("PUT", "/api/v1/agents/helper", alice, map[string]any{}).expectError(t, http.StatusForbidden, "read_only")
+		s.do("PATCH", "/api/v1/agents/helper", alice, map[string]any{"model": "fast"}).expectError(t, http.StatusForbidden, "read_only")
+		s.do("DELETE", "/api/v1/agents/helper", bob, nil).expectError(t, http.StatusForbidden, "read_only")
+		s.do("DELETE", "/api/v1/agents/helper", alice, nil).expect(t, http.StatusNoContent, nil)
+		if own, err := s.st.ListAgents(ctx, "alice"); err != nil || len(own) != 0 {
+			t.Fatalf("alice's agents after the DELETE = %+v, %v; want none", own, err)
+		}
+		s.do("DELETE", "/api/v1/agents/helper", alice, nil).expectError(t, http.StatusForbidden, "read_only")
+		var got agent.Agent
+		s.do("GET", "/api/v1/agents/helper", alice, nil).expect(t, http.StatusOK, &got)
+		if got.Source != "config" {
+			t.Fatalf("GET after the DELETE = %+v; want the file's agent still", got)
+		}
+	}, func(su *setup) { su.cfg.Agents = []agent.Agent{configAgent("helper", "echo", "Help.")} })
 }

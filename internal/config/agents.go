@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley/internal/agent"
@@ -94,4 +95,23 @@ func (c *Config) FindAgent(name string) (agent.Agent, bool) {
 		}
 	}
 	return agent.Agent{}, false
+}
+
+// CheckAgentTools checks the file's agents against the server-side tools
+// loaded at start, which the configuration alone does not know: a dynamic
+// tool named like a server-side tool is an error naming the entry and the
+// field. It returns a warning for each glob of an agent's tools that
+// matches no server-side tool now, which is kept, as on a chat: a tool
+// source may be reconnecting, or offer the tool later.
+func (c *Config) CheckAgentTools(serverTools []string) (warnings []string, err error) {
+	isServerTool := func(name string) bool { return slices.Contains(serverTools, name) }
+	for i, a := range c.Agents {
+		if err := chat.ValidateDynamicTools(a.DynamicTools, isServerTool, c.Limits.Chat()); err != nil {
+			return nil, agentError(i, a.Name, err)
+		}
+		for _, j := range a.Tools.Unmatched(serverTools) {
+			warnings = append(warnings, fmt.Sprintf("agents[%d] (%s): tools[%d] %q matches no server-side tool now", i, a.Name, j, a.Tools[j]))
+		}
+	}
+	return warnings, nil
 }

@@ -68,3 +68,28 @@ func TestAgentsCheckedWhole(t *testing.T) {
 		t.Fatalf("two levels under max_depth 2: %v", err)
 	}
 }
+
+// TestAgentToolsCheckedAgainstTheServer: once the server-side tools are
+// known, a file agent's dynamic tool named like one is an error naming the
+// entry and the field, and a tools glob matching none is a warning.
+func TestAgentToolsCheckedAgainstTheServer(t *testing.T) {
+	p := writeConfig(t, `
+agents:
+  - name: reader
+    tools: ["http_*", "search_*"]
+  - name: fetcher
+    dynamic_tools: [{name: ask, description: asks, input_schema: {type: object}}, {name: http_fetch, description: mine, input_schema: {type: object}}]
+`)
+	cfg, err := Load(Overrides{ConfigFile: p}, env{}.get)
+	if err != nil {
+		t.Fatalf("the file alone is valid: %v", err)
+	}
+	_, err = cfg.CheckAgentTools([]string{"http_fetch"})
+	if err == nil || !strings.Contains(err.Error(), `agents[1] (fetcher): dynamic_tools[1].name: "http_fetch" is the name of a server-side tool`) {
+		t.Fatalf("error = %v; want the clash named by entry and field", err)
+	}
+	warnings, err := cfg.CheckAgentTools([]string{"http_get"})
+	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], `agents[0] (reader): tools[1] "search_*" matches no server-side tool`) {
+		t.Fatalf("warnings = %q, %v; want the one glob that matches nothing", warnings, err)
+	}
+}

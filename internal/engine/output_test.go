@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,7 +11,10 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/llm/llmtest"
 	"github.com/parleyhq/parley/internal/service"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/testutil/invariant"
+	"github.com/parleyhq/parley/internal/tools"
+	"github.com/parleyhq/parley/tool"
 )
 
 // totalFormat asks for {"total": <number>}.
@@ -329,4 +333,109 @@ func TestOutputFormatSurvivesCompaction(t *testing.T) {
 		t.Fatal("a turn after the compaction sent no response_format")
 	}
 	h.checkInvariant(c.ID)
+}
+
+// bigTool is a registry with one server-side tool, "fetch", whose result
+// is size characters of text.
+func bigTool(t *testing.T, size int) *tools.Dispatcher {
+	t.Helper()
+	reg := tools.NewRegistry(nil)
+	fetch := tool.Func(tool.Decl{Name: "fetch", Description: "fetches a long page"},
+		func(context.Context, tool.Call) (tool.Result, error) {
+			return tool.Text(strings.Repeat("r", size)), nil
+		})
+	if err := reg.AddTool(fetch); err != nil {
+		t.Fatal(err)
+	}
+	return tools.NewDispatcher(reg, tools.Options{}, nil)
+}
+
+// TestOutputFormatSurvivesCompactionMidTurn: a structured turn whose tool
+// result makes the history too long is summarised between its tool step
+// and its final answer (before the step passes the threshold, or after the
+// model refuses it as too long); the summarising request carries no
+// format, the step after it carries the turn's, and the final answer's
+// output is stored and valid.
+func TestOutputFormatSurvivesCompactionMidTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window int64 // the window parley knows: 0 makes the model refuse the step
+		source string
+	}{
+		{"threshold", 3000, chat.CompactAuto},
+		{"overflow", 0, chat.CompactOverflow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			onBothStores(t, func(t *testing.T, h *harness) {
+				ctx := context.Background()
+				h.fake.SetContextWindow(3000)
+				c, err := h.svc.CreateChat(ctx, owner, service.NewChat{Title: "long chat", ResponseFormat: totalFormat()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = h.st.InTx(ctx, func(tx store.Tx) error {
+					for i := range 4 { // ~2,000 tokens of earlier turns
+						for _, m := range []chat.Message{
+							{ChatID: c.ID, Role: chat.RoleUser, Parts: []chat.Part{chat.TextPart(turnText("question", i, 1000))}},
+							{ChatID: c.ID, Role: chat.RoleAssistant, Parts: []chat.Part{chat.TextPart(fmt.Sprintf(`{"total": %d}`, i)),
+								{Type: chat.PartOutput, JSON: json.RawMessage(fmt.Sprintf(`{"total":%d}`, i))}}},
+						} {
+							if err := tx.InsertMessage(ctx, &m); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}), error(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.fake.Push(
+					llmtest.Turn{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "fetch", Args: `{}`}}},
+					llmtest.Turn{Text: "SUMMARY-MID-TURN"},
+					llmtest.Turn{Text: `{"total": 3}`},
+				)
+				h.startOn(h.st, h.ps, h.windowed(tc.window), bigTool(t, 8000)) // the result: ~2,000 tokens
+				h.post(c.ID, strings.Repeat("question-last ", 40), nil)
+				h.waitStatus(c.ID, chat.Waiting)
+
+				cs := h.compactions(c.ID)
+				if len(cs) != 1 || cs[0].Source != tc.source || cs[0].Summary != "SUMMARY-MID-TURN" {
+					for _, r := range h.fake.Requests() {
+						t.Logf("request: %d tokens, over %v", r.PromptTokens, r.OverWindow)
+					}
+					t.Fatalf("compactions %+v, want one %s summary", cs, tc.source)
+				}
+				var summarising, after int = -1, -1
+				reqs := h.fake.Requests()
+				for i, r := range reqs {
+					switch text := requestText(r); {
+					case strings.Contains(text, "summarise a conversation"):
+						summarising = i
+					case strings.Contains(text, "SUMMARY-MID-TURN") && !r.OverWindow:
+						after = i
+					}
+				}
+				if summarising < 1 || after != len(reqs)-1 || summarising > after {
+					t.Fatalf("requests %d: the summarising one at %d, the step after it at %d; want the tool step, the summary, the step", len(reqs), summarising, after)
+				}
+				if f := requestFormat(t, reqs[summarising]); f != nil {
+					t.Fatalf("the summarising request sent response_format %s", f)
+				}
+				for _, i := range []int{0, after} {
+					if f := string(requestFormat(t, reqs[i])); !strings.Contains(f, `"name":"total"`) {
+						t.Fatalf("request %d response_format = %q; want the turn's", i, f)
+					}
+				}
+				if last := requestText(reqs[after]); !strings.Contains(last, `"tool_call_id":"c1"`) || strings.Contains(last, "question-A") {
+					t.Fatalf("the step after the summary does not keep the turn's tool call and drop the earlier turns: %.400s", last)
+				}
+				if got := h.fake.MaxPromptTokens(); tc.window > 0 && got > 3000 {
+					t.Fatalf("a request of %d tokens passed the window", got)
+				}
+				h.wantOutput(c.ID, totalFormat(), `{"total":3}`)
+				h.checkInvariant(c.ID)
+			})
+		})
+	}
 }

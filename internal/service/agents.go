@@ -58,12 +58,15 @@ func (e *TooManyAgentsError) Error() string {
 func (s *Service) agentChecker() agent.Checker { return s.cfg.AgentChecker(s.isServerTool) }
 
 // ListAgents returns the agents the owner sees: the configuration's and
-// its own, by name.
+// its own, by name, each name once. An own agent of a name the
+// configuration file took after it was written is hidden, as it is from
+// every read and new chat: the file's agent wins.
 func (s *Service) ListAgents(ctx context.Context, owner string) ([]agent.Agent, error) {
 	own, err := s.st.ListAgents(ctx, owner)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
+	own = slices.DeleteFunc(own, func(a agent.Agent) bool { _, ok := s.cfg.FindAgent(a.Name); return ok })
 	out := append(slices.Clone(s.cfg.Agents), own...)
 	slices.SortFunc(out, func(a, b agent.Agent) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
@@ -229,10 +232,12 @@ func sameDefinition(a, b agent.Definition) bool {
 
 // DeleteAgent deletes the owner's agent. Chats made from it keep the
 // version they use; an agent another agent delegates to is not deleted
-// (AgentInUseError).
+// (AgentInUseError). The name of a configured agent deletes the owner's
+// own agent of that name, hidden since the configuration file took the
+// name, so the owner can clear the clash; with none it is ReadOnlyError.
 func (s *Service) DeleteAgent(ctx context.Context, owner, name string) error {
 	if _, ok := s.cfg.FindAgent(name); ok {
-		return &ReadOnlyError{Name: name}
+		return s.deleteHiddenAgent(ctx, owner, name)
 	}
 	err := s.st.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.LockOwner(ctx, owner); err != nil {
@@ -253,6 +258,25 @@ func (s *Service) DeleteAgent(ctx context.Context, owner, name string) error {
 		}
 		return tx.DeleteAgent(ctx, owner, name)
 	})
+	if err != nil {
+		return fmt.Errorf("delete agent %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteHiddenAgent deletes the owner's agent name that a configured
+// agent of the same name hides. Other agents naming it as a subagent
+// already delegate to the configured one, so they do not keep it.
+func (s *Service) deleteHiddenAgent(ctx context.Context, owner, name string) error {
+	err := s.st.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.LockOwner(ctx, owner); err != nil {
+			return err
+		}
+		return tx.DeleteAgent(ctx, owner, name)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return &ReadOnlyError{Name: name}
+	}
 	if err != nil {
 		return fmt.Errorf("delete agent %s: %w", name, err)
 	}
