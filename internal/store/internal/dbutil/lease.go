@@ -27,7 +27,6 @@ func CheckAcquire(a store.Acquire) error {
 	return checkTTL(a.TTL)
 }
 
-
 // Leases returns the leases of chats just acquired by workerID, in the
 // order of chats, which it sorts oldest updated first (RETURNING has no
 // order).
