@@ -63,11 +63,13 @@ type api struct {
 	metrics    *metrics
 	keepAlive  time.Duration
 	tokenCheck time.Duration
-	tools      *tools.Registry
-	facade     http.Handler // the OpenAI-compatible routes under /v1/
-	gate       *quota.Gate  // this replica's rate limits and stream caps
-	follower   *follow.Follower
-	now        func() time.Time
+	// revocations ends streams whose token was revoked, one check per token.
+	revocations *revocations
+	tools       *tools.Registry
+	facade      http.Handler // the OpenAI-compatible routes under /v1/
+	gate        *quota.Gate  // this replica's rate limits and stream caps
+	follower    *follow.Follower
+	now         func() time.Time
 
 	mux    *http.ServeMux
 	routes map[string]bool // the registered patterns, the only route labels
@@ -107,6 +109,7 @@ func New(d Deps) (http.Handler, error) {
 	if a.tokenCheck <= 0 {
 		a.tokenCheck = DefaultTokenCheck
 	}
+	a.revocations = newRevocations(a.tokenCheck, a.tokenRevoked)
 	m, err := newMetrics(a.reg, d.Store, a.now, a.log)
 	if err != nil {
 		return nil, err

@@ -63,39 +63,24 @@ func (a *api) authed(h ownerHandler) handler {
 }
 
 // tokenRevocation returns a channel closed once the token that
-// authenticated ctx's request is revoked, checked every a.tokenCheck until
-// ctx ends. The checks run beside the stream, so a slow database read never
-// holds the stream's events back.
+// authenticated ctx's request is revoked, checked every a.tokenCheck (one
+// check per token, shared by its streams: revocations) until ctx ends. The
+// checks run beside the stream, so a slow database read never holds the
+// stream's events back.
 func (a *api) tokenRevocation(ctx context.Context) <-chan struct{} {
-	revoked := make(chan struct{})
-	go func() {
-		t := time.NewTicker(a.tokenCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if a.tokenRevoked(ctx) {
-					close(revoked)
-					return
-				}
-			}
-		}
-	}()
-	return revoked
-}
-
-// tokenRevoked reports whether the token that authenticated ctx's request
-// has since been revoked or deleted, as the database says: the one place
-// every replica sees a revocation. A failed read counts as not revoked (and
-// is logged): a database passing through a failover should not cut every
-// stream, and the next check decides.
-func (a *api) tokenRevoked(ctx context.Context) bool {
 	id, _ := ctx.Value(tokenIDKey{}).(string)
 	if id == "" {
-		return false
+		return nil // not authenticated by a token: nothing to revoke
 	}
+	return a.revocations.watch(ctx, id)
+}
+
+// tokenRevoked reports whether token id has been revoked or deleted, as
+// the database says: the one place every replica sees a revocation. A
+// failed read counts as not revoked (and is logged): a database passing
+// through a failover should not cut every stream, and the next check
+// decides.
+func (a *api) tokenRevoked(ctx context.Context, id string) bool {
 	tok, err := a.svc.Token(ctx, id)
 	var unknown *service.UnknownTokenError
 	switch {
