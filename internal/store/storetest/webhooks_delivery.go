@@ -308,6 +308,7 @@ func testClaimConcurrentInOrder(t *testing.T, open opener) {
 	)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
+	deadline := time.Now().Add(30 * time.Second)
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -320,7 +321,26 @@ func testClaimConcurrentInOrder(t *testing.T, open opener) {
 					return
 				}
 				if len(batches) == 0 {
-					return
+					// Empty is not done: on PostgreSQL a claim racing a
+					// finish may take nothing for a moment (it re-checks the
+					// deliveries a finish changed after its snapshot, and
+					// another claim may hold the rest). Done is every
+					// delivery sent; until then, claim again.
+					mu.Lock()
+					total := 0
+					for _, ids := range sent {
+						total += len(ids)
+					}
+					mu.Unlock()
+					if total >= events*len(endpoints) {
+						return
+					}
+					if time.Now().After(deadline) {
+						errs <- fmt.Errorf("claims came back empty with %d of %d deliveries sent", total, events*len(endpoints))
+						return
+					}
+					runtime.Gosched()
+					continue
 				}
 				for _, b := range batches {
 					mu.Lock()
