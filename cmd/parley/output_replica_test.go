@@ -41,6 +41,9 @@ func TestStructuredOutputSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("create chat: %d %s", code, res)
 	}
 	held, other := holder(t, dsn, c.ID, a, b)
+	// The survivor's stream of the chat, open before the kill: it tells
+	// when the chat the survivor took over ends its run.
+	evs := chatEvents(t, other.URL+"/api/v1/chats/"+c.ID+"/stream", a.Token)
 	select {
 	case <-repairing:
 	case <-time.After(deadline):
@@ -51,15 +54,18 @@ func TestStructuredOutputSurvivesSIGKILL(t *testing.T) {
 	}
 	held.Wait()
 
-	var got chat.Chat
-	for end := time.Now().Add(recoveryLimit); ; time.Sleep(20 * time.Millisecond) {
-		code, res := get(t, other.URL+"/api/v1/chats/"+c.ID, a.Token)
-		if code != http.StatusOK || json.Unmarshal([]byte(res), &got) != nil {
-			t.Fatalf("get chat: %d %s", code, res)
-		}
-		if got.Status == chat.Waiting || got.Status == chat.Error || time.Now().After(end) {
+	timeout := time.After(recoveryLimit)
+	for {
+		ev := nextEvent(t, evs, timeout)
+		var st struct{ Status chat.Status }
+		if ev.Event == "status" && json.Unmarshal([]byte(ev.Data), &st) == nil && (st.Status == chat.Waiting || st.Status == chat.Error) {
 			break
 		}
+	}
+	var got chat.Chat
+	code, res = get(t, other.URL+"/api/v1/chats/"+c.ID, a.Token)
+	if code != http.StatusOK || json.Unmarshal([]byte(res), &got) != nil {
+		t.Fatalf("get chat: %d %s", code, res)
 	}
 	if got.Status != chat.Waiting || string(got.Output) != `{"total":3}` {
 		t.Fatalf("chat after the kill: %s, output %s, last_error %+v; want waiting with the output", got.Status, got.Output, got.LastError)

@@ -1,7 +1,9 @@
 package browsertest
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -239,28 +241,75 @@ var unsafeOwner = regexp.MustCompile(`[^a-z0-9_.-]+`)
 
 // waitSettled waits until none of the owner's chats is pending or running,
 // so no model call of the test is still to come; it fails the test with
-// the chats that do not settle.
+// the chats that do not settle. It follows the owner's feed, opened before
+// the chats at work are listed, so no change between the two is missed.
 func waitSettled(t *testing.T, u *uiServer) {
 	t.Helper()
-	var last string
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		code, body := get(t, u.URL+"/api/v1/chats?status=pending,running&archived=any&limit=500", u.Token)
-		var res struct {
-			Chats []struct {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline) // in a cleanup: the test's context is done
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.URL+"/api/v1/chats/watch", nil)
+	req.Header.Set("Authorization", "Bearer "+u.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("open the owner's feed: %v %v", err, resp)
+		return
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 64<<10), 4<<20)
+	if !lines.Scan() || lines.Text() != ": connected" {
+		t.Errorf("the owner's feed did not start: %q %v", lines.Text(), lines.Err())
+		return
+	}
+	busy := atWork(t, u)
+	for len(busy) > 0 && lines.Scan() {
+		data, ok := strings.CutPrefix(lines.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Kind string `json:"kind"`
+			Chat struct {
 				ID     string `json:"id"`
 				Status string `json:"status"`
-			} `json:"chats"`
+			} `json:"chat"`
 		}
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
-			t.Errorf("list the chats still at work: %d %s", code, body)
+		if json.Unmarshal([]byte(data), &ev) != nil {
+			t.Errorf("feed event %s", data)
 			return
 		}
-		if len(res.Chats) == 0 {
+		switch {
+		case ev.Kind == "resync":
+			t.Errorf("the owner's feed asked for a resync while the test waited for its chats")
 			return
+		case ev.Kind == "deleted" || (ev.Chat.Status != "pending" && ev.Chat.Status != "running"):
+			delete(busy, ev.Chat.ID)
 		}
-		last = body
 	}
-	t.Errorf("the test's chats did not settle within %s (the shared serve's next test would get their model calls): %s", deadline, last)
+	if len(busy) > 0 {
+		t.Errorf("the test's chats did not settle within %s (the shared serve's next test would get their model calls): %v", deadline, busy)
+	}
+}
+
+// atWork lists the owner's chats that are pending or running: id to status.
+func atWork(t *testing.T, u *uiServer) map[string]string {
+	t.Helper()
+	code, body := get(t, u.URL+"/api/v1/chats?status=pending,running&archived=any&limit=500", u.Token)
+	var res struct {
+		Chats []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"chats"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
+		t.Errorf("list the chats still at work: %d %s", code, body)
+		return nil
+	}
+	busy := map[string]string{}
+	for _, c := range res.Chats {
+		busy[c.ID] = c.Status
+	}
+	return busy
 }
 
 // stopShared stops the shared serve, if a test started it, and checks the
